@@ -1,0 +1,34 @@
+// Per-edge logic shared by the CPU and CUDA aggregation kernels: the edge factor and the
+// reduction step. Both backends call these, so the maths is written once.
+#pragma once
+
+#include <cstdint>
+
+#include "aggregate/aggregate.h"
+#include "common/macros.h"
+
+namespace galfast {
+
+// w_e = row_scale[r] * col_scale[c] * weight[id]; Acc is the accumulation type.
+template <typename T, typename Acc>
+GALFAST_HD Acc edge_factor(const AggregateParams& p, int64_t r, int64_t c, int64_t id) {
+  Acc w = Acc(1);
+  if (p.row_scale) w *= static_cast<const Acc*>(p.row_scale)[r];
+  if (p.col_scale) w *= static_cast<const Acc*>(p.col_scale)[c];
+  if (p.weight) w *= static_cast<Acc>(static_cast<const T*>(p.weight)[id]);
+  return w;
+}
+
+GALFAST_HD int64_t edge_ident(const AggregateParams& p, int64_t e) {
+  return p.edge_id ? p.edge_id[e] : e;
+}
+
+// Max step for a slot whose current winner has id cur_id (-1: none yet). The first edge is
+// always taken; later ones win when strictly larger (ties keep the earlier edge); a NaN wins
+// over a number and then sticks, as torch's amax propagates it.
+template <typename Acc>
+GALFAST_HD bool max_takes(Acc candidate, Acc current, int64_t cur_id) {
+  return cur_id < 0 || candidate > current || (candidate != candidate && current == current);
+}
+
+}  // namespace galfast

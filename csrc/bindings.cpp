@@ -1,0 +1,164 @@
+// The one glue file: exposes the kernels' parameter structs and launchers to Python as
+// galfast._C. Python owns every buffer and passes raw data pointers (ints), sizes, dtype codes
+// and a CUDA stream handle; this file validates what it can, releases the GIL while a kernel
+// runs, and turns C++ exceptions into Python ones (std::invalid_argument -> ValueError).
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "aggregate/aggregate.h"
+
+#ifdef GALFAST_WITH_CUDA
+#include <cuda_runtime_api.h>
+#endif
+
+namespace py = pybind11;
+using namespace galfast;
+
+namespace {
+
+// Exposes a pointer member as a Python int property (0 for null).
+template <typename Class, typename Ptr>
+void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::*member) {
+  cls.def_property(
+      name, [member](const Class& c) { return reinterpret_cast<std::uintptr_t>(c.*member); },
+      [member](Class& c, std::uintptr_t v) { c.*member = reinterpret_cast<Ptr>(v); });
+}
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::invalid_argument(what);
+}
+
+void check(const AggregateParams& p) {
+  require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0, "aggregate: negative size");
+  require(p.rowptr && (p.num_rows == 0 || p.col), "aggregate: rowptr/col not set");
+  require(p.x || p.num_cols == 0 || p.num_features == 0, "aggregate: x not set");
+  require(p.out || p.num_rows == 0 || p.num_features == 0, "aggregate: out not set");
+  require(p.mode != AggMode::kMax || p.arg || p.num_rows == 0, "aggregate: max needs arg");
+  require(p.mode != AggMode::kMaskedSum || p.mask_arg || p.num_cols == 0,
+          "aggregate: masked sum needs mask_arg");
+}
+
+void check(const EdgeGradParams& p) {
+  require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0 && p.num_edges >= 0,
+          "edge_grad: negative size");
+  require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)), "edge_grad: pointers not set");
+}
+
+std::string cuda_archs() {
+#ifdef GALFAST_CUDA_ARCHS
+  return GALFAST_CUDA_ARCHS;
+#else
+  return "";
+#endif
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "galfast native kernels (framework-free; see galfast.ops for the torch API)";
+
+  m.def("build_info", [] {
+    py::dict info;
+    info["version"] = GALFAST_VERSION;
+#ifdef GALFAST_WITH_CUDA
+    info["cuda"] = true;
+    info["cuda_runtime"] = CUDART_VERSION;
+#else
+    info["cuda"] = false;
+#endif
+    info["cuda_archs"] = cuda_archs();
+#ifdef _OPENMP
+    info["openmp"] = true;
+#else
+    info["openmp"] = false;
+#endif
+    info["compiler"] = GALFAST_COMPILER;
+    return info;
+  });
+  m.attr("HUB_DEGREE") = kHubDegree;
+
+  py::enum_<AggMode>(m, "AggMode")
+      .value("SUM", AggMode::kSum)
+      .value("MAX", AggMode::kMax)
+      .value("MASKED_SUM", AggMode::kMaskedSum);
+
+  py::class_<AggregateParams> agg(m, "AggregateParams");
+  agg.def(py::init<>())
+      .def_readwrite("num_hub_rows", &AggregateParams::num_hub_rows)
+      .def_readwrite("num_rows", &AggregateParams::num_rows)
+      .def_readwrite("num_cols", &AggregateParams::num_cols)
+      .def_readwrite("num_features", &AggregateParams::num_features)
+      .def_readwrite("mode", &AggregateParams::mode)
+      .def_property(
+          "dtype", [](const AggregateParams& p) { return static_cast<int>(p.dtype); },
+          [](AggregateParams& p, int code) { p.dtype = dtype_from_code(code); });
+  pointer_field(agg, "rowptr", &AggregateParams::rowptr);
+  pointer_field(agg, "col", &AggregateParams::col);
+  pointer_field(agg, "edge_id", &AggregateParams::edge_id);
+  pointer_field(agg, "weight", &AggregateParams::weight);
+  pointer_field(agg, "row_scale", &AggregateParams::row_scale);
+  pointer_field(agg, "col_scale", &AggregateParams::col_scale);
+  pointer_field(agg, "x", &AggregateParams::x);
+  pointer_field(agg, "out", &AggregateParams::out);
+  pointer_field(agg, "arg", &AggregateParams::arg);
+  pointer_field(agg, "mask_arg", &AggregateParams::mask_arg);
+  pointer_field(agg, "hub_rows", &AggregateParams::hub_rows);
+
+  py::class_<EdgeGradParams> eg(m, "EdgeGradParams");
+  eg.def(py::init<>())
+      .def_readwrite("num_edges", &EdgeGradParams::num_edges)
+      .def_readwrite("num_rows", &EdgeGradParams::num_rows)
+      .def_readwrite("num_cols", &EdgeGradParams::num_cols)
+      .def_readwrite("num_features", &EdgeGradParams::num_features)
+      .def_property(
+          "dtype", [](const EdgeGradParams& p) { return static_cast<int>(p.dtype); },
+          [](EdgeGradParams& p, int code) { p.dtype = dtype_from_code(code); });
+  pointer_field(eg, "rowptr", &EdgeGradParams::rowptr);
+  pointer_field(eg, "row", &EdgeGradParams::row);
+  pointer_field(eg, "col", &EdgeGradParams::col);
+  pointer_field(eg, "row_scale", &EdgeGradParams::row_scale);
+  pointer_field(eg, "col_scale", &EdgeGradParams::col_scale);
+  pointer_field(eg, "grad_out", &EdgeGradParams::grad_out);
+  pointer_field(eg, "x", &EdgeGradParams::x);
+  pointer_field(eg, "arg", &EdgeGradParams::arg);
+  pointer_field(eg, "grad_weight", &EdgeGradParams::grad_weight);
+
+  m.def(
+      "aggregate_cpu",
+      [](const AggregateParams& p) {
+        check(p);
+        py::gil_scoped_release nogil;
+        aggregate_cpu(p);
+      },
+      py::arg("params"));
+  m.def(
+      "edge_grad_cpu",
+      [](const EdgeGradParams& p) {
+        check(p);
+        py::gil_scoped_release nogil;
+        edge_grad_cpu(p);
+      },
+      py::arg("params"));
+
+#ifdef GALFAST_WITH_CUDA
+  m.def(
+      "aggregate_cuda",
+      [](const AggregateParams& p, std::uintptr_t stream) {
+        check(p);
+        py::gil_scoped_release nogil;
+        aggregate_cuda(p, reinterpret_cast<void*>(stream));
+      },
+      py::arg("params"), py::arg("stream"));
+  m.def(
+      "edge_grad_cuda",
+      [](const EdgeGradParams& p, std::uintptr_t stream) {
+        check(p);
+        py::gil_scoped_release nogil;
+        edge_grad_cuda(p, reinterpret_cast<void*>(stream));
+      },
+      py::arg("params"), py::arg("stream"));
+#endif
+}

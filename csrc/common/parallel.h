@@ -1,0 +1,52 @@
+// CPU work partitioning shared by the OpenMP kernels.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace galfast {
+
+inline int max_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+// Splits rows [0, num_rows) into about `num_chunks` contiguous ranges of equal cost, where a
+// row costs (its edge count + 1). A hub row lands alone in a chunk while the many light rows
+// around it are grouped, so a dynamic schedule over chunks stays balanced on skewed degrees.
+// Returns num_chunks + 1 boundaries (fewer when rows are scarce). Results never depend on it:
+// each row is still reduced by one thread, in edge order.
+inline std::vector<int64_t> balanced_row_chunks(const int64_t* rowptr, int64_t num_rows,
+                                                int64_t num_chunks) {
+  std::vector<int64_t> bounds{0};
+  if (num_rows == 0) return bounds;
+  const int64_t nnz = rowptr[num_rows];
+  const double total = static_cast<double>(nnz + num_rows);
+  num_chunks = std::max<int64_t>(1, std::min(num_chunks, num_rows));
+  for (int64_t k = 1; k < num_chunks; ++k) {
+    const double target = total * static_cast<double>(k) / static_cast<double>(num_chunks);
+    // First row r whose prefix cost rowptr[r] + r reaches the target (monotone in r).
+    int64_t lo = bounds.back(), hi = num_rows;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (static_cast<double>(rowptr[mid] + mid) < target) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    if (lo > bounds.back() && lo < num_rows) bounds.push_back(lo);
+  }
+  bounds.push_back(num_rows);
+  return bounds;
+}
+
+}  // namespace galfast

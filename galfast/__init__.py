@@ -1,0 +1,17 @@
+"""galfast: fast GNN kernels and GAL adversarial training that hides sensitive node attributes."""
+
+from __future__ import annotations
+
+from galfast._native import _C
+from galfast.graph import Graph
+from galfast import ops
+
+__version__ = _C.build_info()["version"]
+
+__all__ = ["Graph", "build_info", "ops", "__version__"]
+
+
+def build_info() -> dict:
+    """What the native extension was built with: ``version``, ``cuda`` (compiled in),
+    ``cuda_archs``, ``openmp``, ``compiler`` (and ``cuda_runtime`` when CUDA is in)."""
+    return dict(_C.build_info())

@@ -1,0 +1,5 @@
+"""galfast's compiled operators, registered as torch.library custom ops."""
+
+from galfast.ops.aggregate import aggregate
+
+__all__ = ["aggregate"]
