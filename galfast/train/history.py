@@ -28,7 +28,8 @@ class History:
         self.records: list[dict[str, Any]] = [dict(r) for r in records or []]
 
     def append(self, record: dict[str, Any]) -> None:
-        self.records.append(dict(record))
+        """Stores ``record`` itself, so callbacks may still add metrics to it."""
+        self.records.append(record)
 
     def column(self, key: str) -> list[Any]:
         """The values of ``key`` per epoch (None where an epoch lacks it)."""

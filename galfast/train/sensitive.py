@@ -78,13 +78,15 @@ class SensitiveAttribute:
             raise ValueError(
                 f"{self.name}: values must be a torch.Tensor, got {type(self.values).__name__}"
             )
+        if self.values.dim() == 0:
+            raise ValueError(f"{self.name}: values must have one row per node, got a scalar")
         if self.mask is not None and self.index is not None:
             raise ValueError(f"{self.name}: give either mask or index, not both")
-        self._check_values()
         if self.mask is not None:
             self._check_mask()
         if self.index is not None:
             self._check_index()
+        self._check_values()
         if self.kind == "categorical":
             known = self._known_rows()
             largest = int(known.max()) + 1 if known.numel() else 1

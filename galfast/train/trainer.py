@@ -377,6 +377,13 @@ class GALTrainer:
             return []
         return [self.device.index if self.device.index is not None else torch.cuda.current_device()]
 
+    def _seed_torch(self, seed: int) -> None:
+        # Only the generators this run uses (torch.manual_seed would also queue a lazy seed
+        # for every CUDA device, recording a stack trace each time).
+        torch.random.default_generator.manual_seed(seed)
+        for index in self._rng_devices():
+            torch.cuda.default_generators[index].manual_seed(seed)
+
     def _run_epoch(self, graph, inputs, task_batches, adversaries) -> dict[str, Any]:
         started = time.perf_counter()
         pretrain = self.epoch < self.pretrain_epochs
@@ -388,7 +395,7 @@ class GALTrainer:
         # Reseeding torch's generators per epoch keys shuffles, negatives and dropout by
         # (seed, epoch); fork_rng leaves the caller's generator state untouched.
         with torch.random.fork_rng(devices=self._rng_devices()):
-            torch.manual_seed(derive_seed(self.seed, "epoch", self.epoch))
+            self._seed_torch(derive_seed(self.seed, "epoch", self.epoch))
             for batch in task_batches:
                 batch = move_to_device(batch, self.device)
                 due = (self.step + 1) % self.adv_every == 0
