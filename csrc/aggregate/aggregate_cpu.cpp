@@ -80,7 +80,7 @@ template <typename Body>
 void for_each_row(const int64_t* rowptr, int64_t num_rows, Body body) {
   const std::vector<int64_t> chunks = balanced_row_chunks(rowptr, num_rows, 16 * max_threads());
   const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(max_threads())
   for (int64_t k = 0; k < num_chunks; ++k) {
     for (int64_t r = chunks[k]; r < chunks[k + 1]; ++r) body(r);
   }

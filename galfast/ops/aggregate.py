@@ -139,7 +139,7 @@ def aggregate(
                 [1., 0., 0.],
                 [0., 1., 0.]])
     """
-    if edge_weight is None:
+    if edge_weight is None and isinstance(graph, Graph):
         edge_weight = graph.edge_weight
     _check_inputs(graph, x, edge_weight, reduce, norm)
     x = x.contiguous()
