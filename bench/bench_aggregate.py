@@ -10,6 +10,7 @@ when installed. All compute the same product; backward is with respect to x.
 from __future__ import annotations
 
 import functools
+import warnings
 
 import pytest
 import torch
@@ -22,13 +23,15 @@ GRAPHS = {"cora": cora_like, "pubmed": pubmed_like, "movielens": movielens_like}
 FEATURES = [16, 64, 128]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def setup(graph_name: str):
     edge_index, n = GRAPHS[graph_name]()
     g = Graph.from_edge_index(edge_index, n)
     scale = g.degree_scale("gcn", torch.float32)
     weight = scale[g.row] * scale[g.col]  # CSR order
-    adj_t = torch.sparse_csr_tensor(g.rowptr, g.col, weight, (n, n))
+    with warnings.catch_warnings():  # torch calls its sparse CSR support beta
+        warnings.simplefilter("ignore", UserWarning)
+        adj_t = torch.sparse_csr_tensor(g.rowptr, g.col, weight, (n, n))
     return g, weight, adj_t
 
 
@@ -48,7 +51,7 @@ def torch_sparse_mm_fn(g, weight, adj_t, x):
     return torch.sparse.mm(adj_t, x)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _pyg_propagate():
     pyg_nn = pytest.importorskip("torch_geometric.nn")
     from torch_geometric.utils import spmm
@@ -86,8 +89,12 @@ def torch_scatter_fn(g, weight, adj_t, x):
 
 def torch_sparse_fn(g, weight, adj_t, x):
     torch_sparse = pytest.importorskip("torch_sparse")
-    sp = g.cached("bench_sparse_tensor", lambda: torch_sparse.SparseTensor(
-        rowptr=g.rowptr, col=g.col, value=weight, sparse_sizes=(g.num_nodes, g.num_nodes)))
+    sp = g.cached(
+        "bench_sparse_tensor",
+        lambda: torch_sparse.SparseTensor(
+            rowptr=g.rowptr, col=g.col, value=weight, sparse_sizes=(g.num_nodes, g.num_nodes)
+        ),
+    )
     return torch_sparse.matmul(sp, x)
 
 

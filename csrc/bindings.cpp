@@ -22,7 +22,7 @@ namespace {
 
 // Exposes a pointer member as a Python int property (0 for null).
 template <typename Class, typename Ptr>
-void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::*member) {
+void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::* member) {
   cls.def_property(
       name, [member](const Class& c) { return reinterpret_cast<std::uintptr_t>(c.*member); },
       [member](Class& c, std::uintptr_t v) { c.*member = reinterpret_cast<Ptr>(v); });

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from galfast import ops
 from galfast._native import _C
 from galfast.graph import Graph
-from galfast import ops
 
 __version__ = _C.build_info()["version"]
 

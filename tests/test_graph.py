@@ -32,14 +32,16 @@ def test_csc_is_the_transpose():
 
 
 def test_symmetrize_and_self_loops():
-    g = Graph.from_edge_index(torch.tensor([[0, 1], [1, 1]]), 3, symmetrize=True,
-                              add_self_loops=True)
+    g = Graph.from_edge_index(
+        torch.tensor([[0, 1], [1, 1]]), 3, symmetrize=True, add_self_loops=True
+    )
     pairs = set(zip(g.col.tolist(), g.row.tolist()))
     assert pairs == {(0, 1), (1, 0), (1, 1), (0, 0), (2, 2)}
     # The existing self loop (1, 1) appears twice after symmetrizing and is kept, merged, not
     # given another loop: its weight is 2, the added loops weigh 1.
-    g = Graph.from_edge_index(torch.tensor([[0, 1], [1, 1]]), 3, torch.ones(2),
-                              symmetrize=True, add_self_loops=True)
+    g = Graph.from_edge_index(
+        torch.tensor([[0, 1], [1, 1]]), 3, torch.ones(2), symmetrize=True, add_self_loops=True
+    )
     weights = dict(zip(zip(g.col.tolist(), g.row.tolist()), g.edge_weight.tolist()))
     assert weights[(1, 1)] == 2.0 and weights[(0, 0)] == 1.0 and weights[(2, 2)] == 1.0
 

@@ -147,8 +147,8 @@ void aggregate(const AggregateParams& p) {
       for_each_row(p.rowptr, p.num_rows, [&](int64_t r) { aggregate_row<double>(p, r); });
       break;
     default:
-      throw std::invalid_argument(std::string("aggregate on CPU supports float32 and float64, got ") +
-                                  dtype_name(p.dtype));
+      throw std::invalid_argument(
+          std::string("aggregate on CPU supports float32 and float64, got ") + dtype_name(p.dtype));
   }
 }
 

@@ -59,8 +59,8 @@ __device__ __forceinline__ void merge(Slot<Acc>& a, const Slot<Acc>& b) {
 }
 
 template <typename T, AggMode kMode>
-__device__ __forceinline__ void fold_edge(const AggregateParams& p, int64_t r, int64_t e,
-                                          int64_t f, Slot<acc_t<T>>& s) {
+__device__ __forceinline__ void fold_edge(const AggregateParams& p, int64_t r, int64_t e, int64_t f,
+                                          Slot<acc_t<T>>& s) {
   using Acc = acc_t<T>;
   const int64_t c = p.col[e], id = edge_ident(p, e);
   const Acc w = edge_factor<T, Acc>(p, r, c, id);
@@ -157,7 +157,8 @@ void launch_aggregate(const AggregateParams& p, cudaStream_t stream) {
   const int64_t threads = p.num_rows * group;
   const int64_t blocks = (threads + kRowThreads - 1) / kRowThreads;
   if (blocks > 0) {
-    aggregate_rows_kernel<T, kMode><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(p, group);
+    aggregate_rows_kernel<T, kMode>
+        <<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(p, group);
     GALFAST_CHECK_LAUNCH("aggregate_rows_kernel");
   }
   if (p.num_hub_rows > 0) {
@@ -194,7 +195,8 @@ void edge_grad_cuda(const EdgeGradParams& p, void* stream) {
   if (blocks == 0) return;
   dispatch_cuda_dtype(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    edge_grad_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+    edge_grad_kernel<T>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
     GALFAST_CHECK_LAUNCH("edge_grad_kernel");
   });
 }
