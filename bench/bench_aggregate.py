@@ -21,12 +21,13 @@ from galfast.ops import aggregate
 
 GRAPHS = {"cora": cora_like, "pubmed": pubmed_like, "movielens": movielens_like}
 FEATURES = [16, 64, 128]
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @functools.cache
-def setup(graph_name: str):
+def setup(graph_name: str, device: str):
     edge_index, n = GRAPHS[graph_name]()
-    g = Graph.from_edge_index(edge_index, n)
+    g = Graph.from_edge_index(edge_index, n).to(device)
     scale = g.degree_scale("gcn", torch.float32)
     weight = scale[g.row] * scale[g.col]  # CSR order
     with warnings.catch_warnings():  # torch calls its sparse CSR support beta
@@ -35,8 +36,9 @@ def setup(graph_name: str):
     return g, weight, adj_t
 
 
-def features(n: int, f: int, backward: bool) -> torch.Tensor:
-    return torch.randn(n, f, generator=torch.Generator().manual_seed(0), requires_grad=backward)
+def features(n: int, f: int, device: str, backward: bool) -> torch.Tensor:
+    x = torch.randn(n, f, generator=torch.Generator().manual_seed(0)).to(device)
+    return x.requires_grad_(backward)
 
 
 def galfast_fn(g, weight, adj_t, x):
@@ -52,7 +54,7 @@ def torch_sparse_mm_fn(g, weight, adj_t, x):
 
 
 @functools.cache
-def _pyg_propagate():
+def _pyg_propagate(device: str):
     pyg_nn = pytest.importorskip("torch_geometric.nn")
     from torch_geometric.utils import spmm
 
@@ -71,15 +73,15 @@ def _pyg_propagate():
         def message_and_aggregate(self, adj_t, x):
             return spmm(adj_t, x, reduce=self.aggr)
 
-    return GCNPropagate()
+    return GCNPropagate().to(device)
 
 
 def pyg_edge_index_fn(g, weight, adj_t, x):
-    return _pyg_propagate()(x, g.cached("bench_edge_index", g.edge_index), weight)
+    return _pyg_propagate(x.device.type)(x, g.cached("bench_edge_index", g.edge_index), weight)
 
 
 def pyg_csr_fn(g, weight, adj_t, x):
-    return _pyg_propagate()(x, adj_t)
+    return _pyg_propagate(x.device.type)(x, adj_t)
 
 
 def torch_scatter_fn(g, weight, adj_t, x):
@@ -113,20 +115,23 @@ IMPLS = {
 @pytest.mark.parametrize("pass_", ["fwd", "fwd+bwd"])
 @pytest.mark.parametrize("f", FEATURES)
 @pytest.mark.parametrize("graph_name", list(GRAPHS))
-def test_aggregate(benchmark, graph_name, f, pass_, impl):
-    g, weight, adj_t = setup(graph_name)
+@pytest.mark.parametrize("device", DEVICES)
+def test_aggregate(benchmark, device, graph_name, f, pass_, impl):
+    g, weight, adj_t = setup(graph_name, device)
     backward = pass_ == "fwd+bwd"
-    x = features(g.num_nodes, f, backward)
+    x = features(g.num_nodes, f, device, backward)
     fn = IMPLS[impl]
 
     def run():
         out = fn(g, weight, adj_t, x)
         if backward:
             out.backward(torch.ones_like(out))
+        if device == "cuda":
+            torch.cuda.synchronize()
         return out
 
     run()  # warm-up: caches (transpose, scales) and lazy imports
     expected = torch.sparse.mm(adj_t, x.detach())
     torch.testing.assert_close(fn(g, weight, adj_t, x.detach()), expected, rtol=1e-4, atol=1e-4)
-    benchmark.group = f"aggregate {graph_name} F={f} {pass_}"
+    benchmark.group = f"aggregate {device} {graph_name} F={f} {pass_}"
     benchmark(run)
