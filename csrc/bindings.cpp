@@ -9,6 +9,7 @@
 #include <string>
 
 #include "aggregate/aggregate.h"
+#include "common/parallel.h"
 
 #ifdef GALFAST_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -21,7 +22,7 @@ namespace {
 
 // Exposes a pointer member as a Python int property (0 for null).
 template <typename Class, typename Ptr>
-void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::*member) {
+void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::* member) {
   cls.def_property(
       name, [member](const Class& c) { return reinterpret_cast<std::uintptr_t>(c.*member); },
       [member](Class& c, std::uintptr_t v) { c.*member = reinterpret_cast<Ptr>(v); });
@@ -33,18 +34,21 @@ void require(bool ok, const std::string& what) {
 
 void check(const AggregateParams& p) {
   require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0, "aggregate: negative size");
-  require(p.rowptr && (p.num_rows == 0 || p.col), "aggregate: rowptr/col not set");
-  require(p.x || p.num_cols == 0 || p.num_features == 0, "aggregate: x not set");
-  require(p.out || p.num_rows == 0 || p.num_features == 0, "aggregate: out not set");
-  require(p.mode != AggMode::kMax || p.arg || p.num_rows == 0, "aggregate: max needs arg");
-  require(p.mode != AggMode::kMaskedSum || p.mask_arg || p.num_cols == 0,
+  require(p.rowptr, "aggregate: rowptr not set");
+  const bool has_x = p.num_cols > 0 && p.num_features > 0;
+  const bool has_out = p.num_rows > 0 && p.num_features > 0;
+  require(p.x || !has_x, "aggregate: x not set");
+  require(p.out || !has_out, "aggregate: out not set");
+  require(p.mode != AggMode::kMax || p.arg || !has_out, "aggregate: max needs arg");
+  require(p.mode != AggMode::kMaskedSum || p.mask_arg || !has_x,
           "aggregate: masked sum needs mask_arg");
 }
 
 void check(const EdgeGradParams& p) {
   require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0 && p.num_edges >= 0,
           "edge_grad: negative size");
-  require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)), "edge_grad: pointers not set");
+  require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)),
+          "edge_grad: pointers not set");
 }
 
 std::string cuda_archs() {
@@ -78,6 +82,14 @@ PYBIND11_MODULE(_C, m) {
     info["compiler"] = GALFAST_COMPILER;
     return info;
   });
+  m.def(
+      "set_num_threads",
+      [](int n) {
+        if (n < 1) throw std::invalid_argument("set_num_threads: n must be >= 1");
+        set_cpu_threads(n);
+      },
+      py::arg("n"));
+  m.def("get_num_threads", &max_threads);
   m.attr("HUB_DEGREE") = kHubDegree;
 
   py::enum_<AggMode>(m, "AggMode")

@@ -179,7 +179,10 @@ class Graph:
         extras = "".join(
             f", {name}" for name in ("edge_weight", "edge_type") if getattr(self, name) is not None
         )
-        return f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}{extras}, device={self.device})"
+        return (
+            f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}{extras}, "
+            f"device={self.device})"
+        )
 
     def to(self, device: Any) -> Graph:
         """A copy on `device` (caches are rebuilt there on demand)."""
@@ -188,7 +191,10 @@ class Graph:
             return self
         move = lambda t: None if t is None else t.to(device)  # noqa: E731
         return Graph(
-            move(self.rowptr), move(self.col), self.num_nodes, move(self.edge_weight),
+            move(self.rowptr),
+            move(self.col),
+            self.num_nodes,
+            move(self.edge_weight),
             move(self.edge_type),
         )
 
@@ -203,8 +209,12 @@ class Graph:
     @property
     def row(self) -> Tensor:
         """``[num_edges]`` target node of each edge, in CSR order."""
-        return self.cached("row", lambda: torch.repeat_interleave(
-            torch.arange(self.num_nodes, device=self.device), self.in_degree))
+        return self.cached(
+            "row",
+            lambda: torch.repeat_interleave(
+                torch.arange(self.num_nodes, device=self.device), self.in_degree
+            ),
+        )
 
     @property
     def in_degree(self) -> Tensor:

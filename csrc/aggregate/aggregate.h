@@ -15,9 +15,10 @@
 namespace galfast {
 
 enum class AggMode : int {
-  kSum = 0,        // weighted sum (mean and gcn through the scales)
-  kMax = 1,        // weighted max; writes the winning edge id to arg (-1 and 0 for empty rows)
-  kMaskedSum = 2,  // backward of max on the transpose: edge e adds only where mask_arg[col, f] == id(e)
+  kSum = 0,  // weighted sum (mean and gcn through the scales)
+  kMax = 1,  // weighted max; writes the winning edge id to arg (-1 and 0 for empty rows)
+  kMaskedSum =
+      2,  // backward of max on the transpose: edge e adds only where mask_arg[col, f] == id(e)
 };
 
 // Rows with more edges than this are reduced by a whole CUDA block instead of one warp.
@@ -47,15 +48,15 @@ struct AggregateParams {
 //   grad_w[id(e)] = row_scale[r] * col_scale[c] * sum_f grad_out[r, f] * x[c, f]
 // where for max only the features whose forward arg equals id(e) count.
 struct EdgeGradParams {
-  const int64_t* rowptr = nullptr;     // [num_rows + 1]
-  const int64_t* row = nullptr;        // [nnz] destination row of each edge (CUDA: edge-parallel)
-  const int64_t* col = nullptr;        // [nnz]
-  const void* row_scale = nullptr;     // [num_rows] or null
-  const void* col_scale = nullptr;     // [num_cols] or null
-  const void* grad_out = nullptr;      // [num_rows, F]
-  const void* x = nullptr;             // [num_cols, F]
-  const int64_t* arg = nullptr;        // [num_rows, F] forward arg of max, or null
-  void* grad_weight = nullptr;         // [nnz]
+  const int64_t* rowptr = nullptr;  // [num_rows + 1]
+  const int64_t* row = nullptr;     // [nnz] destination row of each edge (CUDA: edge-parallel)
+  const int64_t* col = nullptr;     // [nnz]
+  const void* row_scale = nullptr;  // [num_rows] or null
+  const void* col_scale = nullptr;  // [num_cols] or null
+  const void* grad_out = nullptr;   // [num_rows, F]
+  const void* x = nullptr;          // [num_cols, F]
+  const int64_t* arg = nullptr;     // [num_rows, F] forward arg of max, or null
+  void* grad_weight = nullptr;      // [nnz]
   int64_t num_edges = 0;
   int64_t num_rows = 0;
   int64_t num_cols = 0;

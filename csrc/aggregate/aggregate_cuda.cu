@@ -58,15 +58,27 @@ __device__ __forceinline__ void merge(Slot<Acc>& a, const Slot<Acc>& b) {
   }
 }
 
+// What every lane of a row needs about edge slot e: its source, factor and identity.
+template <typename T>
+struct EdgeView {
+  int64_t c;
+  acc_t<T> w;
+  int64_t id;
+};
+
+template <typename T>
+__device__ __forceinline__ EdgeView<T> view_edge(const AggregateParams& p, int64_t r, int64_t e) {
+  const int64_t c = p.col[e];
+  return {c, edge_factor<T, acc_t<T>>(p, r, c, e), edge_ident(p, e)};
+}
+
 template <typename T, AggMode kMode>
-__device__ __forceinline__ void fold_edge(const AggregateParams& p, int64_t r, int64_t e,
+__device__ __forceinline__ void fold_edge(const AggregateParams& p, const EdgeView<T>& ev,
                                           int64_t f, Slot<acc_t<T>>& s) {
-  using Acc = acc_t<T>;
-  const int64_t c = p.col[e], id = edge_ident(p, e);
-  const Acc w = edge_factor<T, Acc>(p, r, c, id);
-  const Acc xv = to_acc(static_cast<const T*>(p.x)[c * p.num_features + f]);
-  const int64_t mask_id = kMode == AggMode::kMaskedSum ? p.mask_arg[c * p.num_features + f] : 0;
-  fold<kMode>(s, w, xv, id, mask_id);
+  const int64_t at = ev.c * p.num_features + f;
+  const acc_t<T> xv = to_acc(static_cast<const T*>(p.x)[at]);
+  const int64_t mask_id = kMode == AggMode::kMaskedSum ? p.mask_arg[at] : 0;
+  fold<kMode>(s, ev.w, xv, ev.id, mask_id);
 }
 
 template <typename T, AggMode kMode>
@@ -91,10 +103,11 @@ __global__ void aggregate_rows_kernel(AggregateParams p, int group) {
 #pragma unroll
     for (int k = 0; k < kVec; ++k) s[k] = {Acc(0), -1};
     for (int64_t e = begin; e < end; ++e) {
+      const EdgeView<T> ev = view_edge<T>(p, r, e);
 #pragma unroll
       for (int k = 0; k < kVec; ++k) {
         const int64_t f = f0 + lane + static_cast<int64_t>(k) * group;
-        if (f < F) fold_edge<T, kMode>(p, r, e, f, s[k]);
+        if (f < F) fold_edge<T, kMode>(p, ev, f, s[k]);
       }
     }
 #pragma unroll
@@ -116,7 +129,9 @@ __global__ void aggregate_hub_kernel(AggregateParams p) {
     const int64_t f = f0 + lane;
     Slot<Acc> s{Acc(0), -1};
     if (f < F) {
-      for (int64_t e = begin + warp; e < end; e += kHubWarps) fold_edge<T, kMode>(p, r, e, f, s);
+      for (int64_t e = begin + warp; e < end; e += kHubWarps) {
+        fold_edge<T, kMode>(p, view_edge<T>(p, r, e), f, s);
+      }
     }
     partial[warp][lane] = s;
     __syncthreads();
@@ -157,7 +172,8 @@ void launch_aggregate(const AggregateParams& p, cudaStream_t stream) {
   const int64_t threads = p.num_rows * group;
   const int64_t blocks = (threads + kRowThreads - 1) / kRowThreads;
   if (blocks > 0) {
-    aggregate_rows_kernel<T, kMode><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(p, group);
+    aggregate_rows_kernel<T, kMode>
+        <<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(p, group);
     GALFAST_CHECK_LAUNCH("aggregate_rows_kernel");
   }
   if (p.num_hub_rows > 0) {
@@ -194,7 +210,8 @@ void edge_grad_cuda(const EdgeGradParams& p, void* stream) {
   if (blocks == 0) return;
   dispatch_cuda_dtype(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    edge_grad_kernel<T><<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+    edge_grad_kernel<T>
+        <<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
     GALFAST_CHECK_LAUNCH("edge_grad_kernel");
   });
 }

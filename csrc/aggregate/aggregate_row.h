@@ -9,18 +9,19 @@
 
 namespace galfast {
 
-// w_e = row_scale[r] * col_scale[c] * weight[id]; Acc is the accumulation type.
+GALFAST_HD int64_t edge_ident(const AggregateParams& p, int64_t e) {
+  return p.edge_id ? p.edge_id[e] : e;
+}
+
+// w_e = row_scale[r] * col_scale[c] * weight[id(e)] for slot e of row r; Acc is the
+// accumulation type. edge_id is only read when there is a weight to look up.
 template <typename T, typename Acc>
-GALFAST_HD Acc edge_factor(const AggregateParams& p, int64_t r, int64_t c, int64_t id) {
+GALFAST_HD Acc edge_factor(const AggregateParams& p, int64_t r, int64_t c, int64_t e) {
   Acc w = Acc(1);
   if (p.row_scale) w *= static_cast<const Acc*>(p.row_scale)[r];
   if (p.col_scale) w *= static_cast<const Acc*>(p.col_scale)[c];
-  if (p.weight) w *= static_cast<Acc>(static_cast<const T*>(p.weight)[id]);
+  if (p.weight) w *= static_cast<Acc>(static_cast<const T*>(p.weight)[edge_ident(p, e)]);
   return w;
-}
-
-GALFAST_HD int64_t edge_ident(const AggregateParams& p, int64_t e) {
-  return p.edge_id ? p.edge_id[e] : e;
 }
 
 // Max step for a slot whose current winner has id cur_id (-1: none yet). The first edge is

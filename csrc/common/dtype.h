@@ -24,7 +24,8 @@ inline const char* dtype_name(DType d) {
 }
 
 inline DType dtype_from_code(int code) {
-  if (code < 0 || code > 3) throw std::invalid_argument("unknown dtype code " + std::to_string(code));
+  if (code < 0 || code > 3)
+    throw std::invalid_argument("unknown dtype code " + std::to_string(code));
   return static_cast<DType>(code);
 }
 

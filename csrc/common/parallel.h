@@ -11,13 +11,24 @@
 
 namespace galfast {
 
+// Thread count for galfast's CPU kernels. Python keeps it equal to torch.get_num_threads(), so
+// torch.set_num_threads governs galfast too (torch may bundle its own OpenMP runtime, whose
+// setting would not reach ours).
+inline int& cpu_threads_setting() {
+  static int threads = 0;  // 0: the OpenMP default
+  return threads;
+}
+
 inline int max_threads() {
 #ifdef _OPENMP
-  return omp_get_max_threads();
+  const int set = cpu_threads_setting();
+  return set > 0 ? set : omp_get_max_threads();
 #else
   return 1;
 #endif
 }
+
+inline void set_cpu_threads(int n) { cpu_threads_setting() = n; }
 
 // Splits rows [0, num_rows) into about `num_chunks` contiguous ranges of equal cost, where a
 // row costs (its edge count + 1). A hub row lands alone in a chunk while the many light rows

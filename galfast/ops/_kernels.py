@@ -23,6 +23,14 @@ def _stream(device: torch.device) -> int:
     return torch.cuda.current_stream(device).cuda_stream
 
 
+def sync_cpu_threads() -> None:
+    """Makes galfast's OpenMP kernels use torch.get_num_threads() threads (call before a CPU
+    kernel: torch may run its own OpenMP runtime, which ours does not see)."""
+    n = torch.get_num_threads()
+    if _C.get_num_threads() != n:
+        _C.set_num_threads(n)
+
+
 def _require_cuda_build() -> None:
     if not hasattr(_C, "aggregate_cuda"):
         raise RuntimeError(
@@ -63,6 +71,7 @@ def spmm_csr(
         p.hub_rows, p.num_hub_rows = _ptr(hub_rows), hub_rows.numel()
         _C.aggregate_cuda(p, _stream(x.device))
     else:
+        sync_cpu_threads()
         _C.aggregate_cpu(p)
     return out, arg
 
@@ -99,6 +108,7 @@ def sddmm_csr(
         _require_cuda_build()
         _C.edge_grad_cuda(p, _stream(x.device))
     else:
+        sync_cpu_threads()
         _C.edge_grad_cpu(p)
     return grad_w
 

@@ -37,44 +37,104 @@ def _aggregate_op(
 
 
 @_aggregate_op.register_fake
-def _(rowptr, col, row, hub_rows, colptr, csc_col, csc_edge_id, csc_hub_rows, x, edge_weight,
-      row_scale, col_scale, mode):
+def _(
+    rowptr,
+    col,
+    row,
+    hub_rows,
+    colptr,
+    csc_col,
+    csc_edge_id,
+    csc_hub_rows,
+    x,
+    edge_weight,
+    row_scale,
+    col_scale,
+    mode,
+):
     num_rows = rowptr.size(0) - 1
     arg_shape = (num_rows, x.size(1)) if mode == MODE_MAX else (0,)
     return x.new_empty(num_rows, x.size(1)), x.new_empty(arg_shape, dtype=torch.long)
 
 
 def _setup_context(ctx, inputs, output):
-    (rowptr, col, row, _, colptr, csc_col, csc_edge_id, csc_hub_rows, x, edge_weight, row_scale,
-     col_scale, mode) = inputs
+    (
+        rowptr,
+        col,
+        row,
+        _,
+        colptr,
+        csc_col,
+        csc_edge_id,
+        csc_hub_rows,
+        x,
+        edge_weight,
+        row_scale,
+        col_scale,
+        mode,
+    ) = inputs
     ctx.mode = mode
-    ctx.save_for_backward(rowptr, col, row, colptr, csc_col, csc_edge_id, csc_hub_rows, x,
-                          edge_weight, row_scale, col_scale, output[1])
+    ctx.save_for_backward(
+        rowptr,
+        col,
+        row,
+        colptr,
+        csc_col,
+        csc_edge_id,
+        csc_hub_rows,
+        x,
+        edge_weight,
+        row_scale,
+        col_scale,
+        output[1],
+    )
 
 
 def _backward(ctx, grad_out, _grad_arg):
-    (rowptr, col, row, colptr, csc_col, csc_edge_id, csc_hub_rows, x, edge_weight, row_scale,
-     col_scale, arg) = ctx.saved_tensors
+    (
+        rowptr,
+        col,
+        row,
+        colptr,
+        csc_col,
+        csc_edge_id,
+        csc_hub_rows,
+        x,
+        edge_weight,
+        row_scale,
+        col_scale,
+        arg,
+    ) = ctx.saved_tensors
     grad_out = grad_out.contiguous()
     is_max = ctx.mode == MODE_MAX
     grad_x = grad_w = None
     if ctx.needs_input_grad[8]:
         # The same kernel on the transpose: source j gathers from its targets; scales swap sides.
         grad_x, _ = spmm_csr(
-            colptr, csc_col, csc_edge_id, edge_weight, col_scale, row_scale, csc_hub_rows,
-            grad_out, arg if is_max else None, MODE_MASKED_SUM if is_max else MODE_SUM,
+            colptr,
+            csc_col,
+            csc_edge_id,
+            edge_weight,
+            col_scale,
+            row_scale,
+            csc_hub_rows,
+            grad_out,
+            arg if is_max else None,
+            MODE_MASKED_SUM if is_max else MODE_SUM,
         )
     if edge_weight is not None and ctx.needs_input_grad[9]:
-        grad_w = sddmm_csr(rowptr, row, col, row_scale, col_scale, grad_out, x,
-                           arg if is_max else None)
+        grad_w = sddmm_csr(
+            rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None
+        )
     return (None,) * 8 + (grad_x, grad_w, None, None, None)
 
 
 _aggregate_op.register_autograd(_backward, setup_context=_setup_context)
 
 
-def _check_inputs(graph: Graph, x: Tensor, edge_weight: Optional[Tensor], reduce: str,
-                  norm: Optional[str]) -> None:
+def _check_inputs(
+    graph: Graph, x: Tensor, edge_weight: Optional[Tensor], reduce: str, norm: Optional[str]
+) -> None:
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
     if reduce not in _REDUCES:
@@ -88,13 +148,16 @@ def _check_inputs(graph: Graph, x: Tensor, edge_weight: Optional[Tensor], reduce
     if x.size(0) != graph.num_nodes:
         raise ValueError(f"x has {x.size(0)} rows but the graph has {graph.num_nodes} nodes")
     if x.device != graph.device:
-        raise ValueError(f"x is on {x.device} but the graph is on {graph.device}; "
-                         "use graph.to(x.device)")
+        raise ValueError(
+            f"x is on {x.device} but the graph is on {graph.device}; use graph.to(x.device)"
+        )
     check_float_dtype("x", x)
     if edge_weight is not None:
         if edge_weight.shape != (graph.num_edges,):
-            raise ValueError(f"edge_weight must have shape [{graph.num_edges}] (CSR edge order), "
-                             f"got {list(edge_weight.shape)}")
+            raise ValueError(
+                f"edge_weight must have shape [{graph.num_edges}] (CSR edge order), "
+                f"got {list(edge_weight.shape)}"
+            )
         if edge_weight.device != x.device:
             raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
         if not edge_weight.dtype.is_floating_point:
@@ -139,7 +202,7 @@ def aggregate(
                 [1., 0., 0.],
                 [0., 1., 0.]])
     """
-    if edge_weight is None:
+    if edge_weight is None and isinstance(graph, Graph):
         edge_weight = graph.edge_weight
     _check_inputs(graph, x, edge_weight, reduce, norm)
     x = x.contiguous()
@@ -156,11 +219,18 @@ def aggregate(
     empty = graph.rowptr.new_empty(0)
     colptr, csc_col, csc_edge_id = graph.csc
     out, _ = _aggregate_op(
-        graph.rowptr, graph.col, graph.row,
+        graph.rowptr,
+        graph.col,
+        graph.row,
         graph.hub_rows() if on_cuda else empty,
-        colptr, csc_col, csc_edge_id,
+        colptr,
+        csc_col,
+        csc_edge_id,
         graph.hub_rows(transposed=True) if on_cuda else empty,
-        x, edge_weight, row_scale, col_scale,
+        x,
+        edge_weight,
+        row_scale,
+        col_scale,
         MODE_MAX if reduce == "max" else MODE_SUM,
     )
     return out

@@ -1,0 +1,106 @@
+import pytest
+import torch
+from graphs import awkward_graphs
+from ref_aggregate import coalesce_ref
+
+from galfast import Graph
+
+
+@pytest.mark.parametrize("name", list(awkward_graphs()))
+def test_csr_matches_python_coalesce(name):
+    edge_index, n = awkward_graphs()[name]
+    weight = torch.rand(edge_index.size(1), dtype=torch.float64)
+    g = Graph.from_edge_index(edge_index, n, weight)
+    src, dst, w = coalesce_ref(edge_index[0].tolist(), edge_index[1].tolist(), weight.tolist())
+    assert g.num_nodes == n and g.num_edges == len(src)
+    assert g.col.tolist() == src
+    assert g.row.tolist() == dst
+    assert torch.allclose(g.edge_weight, torch.tensor(w, dtype=torch.float64))
+    assert g.rowptr.tolist() == [sum(1 for d in dst if d < i) for i in range(n + 1)]
+
+
+def test_csc_is_the_transpose():
+    edge_index, n = awkward_graphs()["random"]
+    g = Graph.from_edge_index(edge_index, n)
+    colptr, targets, edge_id = g.csc
+    for j in range(n):
+        slots = range(colptr[j], colptr[j + 1])
+        assert all(g.col[edge_id[k]] == j for k in slots)
+        assert [targets[k].item() for k in slots] == [g.row[edge_id[k]].item() for k in slots]
+    assert sorted(edge_id.tolist()) == list(range(g.num_edges))
+    assert torch.equal(g.out_degree, torch.bincount(g.col, minlength=n))
+
+
+def test_symmetrize_and_self_loops():
+    g = Graph.from_edge_index(
+        torch.tensor([[0, 1], [1, 1]]), 3, symmetrize=True, add_self_loops=True
+    )
+    pairs = set(zip(g.col.tolist(), g.row.tolist()))
+    assert pairs == {(0, 1), (1, 0), (1, 1), (0, 0), (2, 2)}
+    # The existing self loop (1, 1) appears twice after symmetrizing and is kept, merged, not
+    # given another loop: its weight is 2, the added loops weigh 1.
+    g = Graph.from_edge_index(
+        torch.tensor([[0, 1], [1, 1]]), 3, torch.ones(2), symmetrize=True, add_self_loops=True
+    )
+    weights = dict(zip(zip(g.col.tolist(), g.row.tolist()), g.edge_weight.tolist()))
+    assert weights[(1, 1)] == 2.0 and weights[(0, 0)] == 1.0 and weights[(2, 2)] == 1.0
+
+
+def test_edge_types_keep_parallel_edges_apart():
+    ei = torch.tensor([[0, 0, 0], [1, 1, 1]])
+    g = Graph.from_edge_index(ei, 2, edge_type=torch.tensor([2, 0, 2]))
+    assert g.num_edges == 2 and g.edge_type.tolist() == [0, 2]
+
+
+def test_weight_building_is_differentiable():
+    w = torch.rand(6, dtype=torch.float64, requires_grad=True)
+    ei = torch.tensor([[0, 0, 0, 1, 1, 2], [1, 1, 1, 2, 2, 0]])
+    g = Graph.from_edge_index(ei, 3, w)
+    g.edge_weight.sum().backward()
+    assert torch.equal(w.grad, torch.ones(6, dtype=torch.float64))
+
+
+def test_to_same_device_is_identity_and_cache_is_per_graph():
+    g = Graph.from_edge_index(torch.tensor([[0], [1]]))
+    assert g.to("cpu") is g
+    calls = []
+    assert g.cached("k", lambda: calls.append(1) or 7) == 7
+    assert g.cached("k", lambda: calls.append(1) or 8) == 7
+    assert calls == [1]
+
+
+@pytest.mark.parametrize(
+    "edge_index, num_nodes, message",
+    [
+        (torch.tensor([[0, -1], [1, 0]]), None, "negative"),
+        (torch.tensor([[0, 5], [1, 0]]), 3, "refers to node 5"),
+        (torch.tensor([[0.0, 1.0], [1.0, 0.0]]), None, "integer"),
+        (torch.tensor([0, 1, 2]), None, "shape"),
+        (torch.tensor([[0, 1], [1, 0], [0, 0]]), None, "shape"),
+        (torch.tensor([[0, 1], [1, 0]], dtype=torch.int16), None, "int64 or int32"),
+        ([[0, 1], [1, 0]], None, "torch.Tensor"),
+        (torch.tensor([[0], [1]]), -1, "num_nodes"),
+    ],
+)
+def test_bad_edge_index(edge_index, num_nodes, message):
+    with pytest.raises(ValueError, match=message):
+        Graph.from_edge_index(edge_index, num_nodes)
+
+
+def test_bad_edge_weight():
+    ei = torch.tensor([[0, 1], [1, 0]])
+    with pytest.raises(ValueError, match="NaN"):
+        Graph.from_edge_index(ei, 2, torch.tensor([1.0, float("nan")]))
+    with pytest.raises(ValueError, match="shape"):
+        Graph.from_edge_index(ei, 2, torch.ones(3))
+    with pytest.raises(ValueError, match="floating"):
+        Graph.from_edge_index(ei, 2, torch.ones(2, dtype=torch.long))
+    with pytest.raises(ValueError, match="negative relation"):
+        Graph.from_edge_index(ei, 2, edge_type=torch.tensor([0, -2]))
+
+
+def test_from_pyg_data():
+    data_mod = pytest.importorskip("torch_geometric.data")
+    data = data_mod.Data(edge_index=torch.tensor([[0, 1, 1], [1, 2, 2]]), num_nodes=4)
+    g = Graph.from_data(data)
+    assert g.num_nodes == 4 and g.num_edges == 2
