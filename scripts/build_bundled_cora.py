@@ -6,11 +6,12 @@ Usage (from the repository root, galfast importable: built in place or installed
 
 RAW_DIR holds ``ind.cora.{y,ty,ally,allx,tx,graph,test.index}`` from
 https://github.com/kimiyoung/planetoid/tree/master/data (MIT licence; keep
-galfast/datasets/data/LICENSE-planetoid.txt next to the output). The files are verified against
-the SHA-256s galfast pins, parsed exactly as ``galfast.datasets.planetoid(root=RAW_DIR)`` does,
-and written with :func:`galfast.datasets.bundled.save_bundled` (binary CSR features, labels,
-undirected edges, public split; about 85 KB). The script then reloads the file and checks it equals
-the parse, so ``planetoid("cora")`` gives the same dataset from either source.
+galfast/datasets/data/LICENSE-planetoid.txt next to the output). The files are verified
+against the SHA-256s galfast pins, parsed exactly as
+``galfast.datasets.planetoid("cora", root=RAW_DIR)`` does, and written with
+:func:`galfast.datasets.bundled.save_bundled` (binary CSR features, labels, undirected edges,
+public split; about 85 KB). The script then reloads the file and checks it equals the parse, so
+``planetoid("cora")`` gives the same dataset from either source.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from galfast.datasets.bundled import BUNDLED_DIR, load_bundled, save_bundled
-from galfast.datasets.planetoid import planetoid_resources
+from galfast.datasets.planetoid_loader import planetoid_resources
 from galfast.datasets.planetoid_raw import read_planetoid_raw
 
 

@@ -14,12 +14,12 @@ from galfast.datasets.download import (
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.homophily import edge_homophily
 from galfast.datasets.link_split import LinkSplit, random_link_split, sample_negative_edges
-from galfast.datasets.movielens import movielens
-from galfast.datasets.planetoid import MissingFeaturesWarning, planetoid
+from galfast.datasets.movielens_loader import movielens
+from galfast.datasets.planetoid_loader import MissingFeaturesWarning, planetoid
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.registry import DATASET_NAMES, load, synthetic
-from galfast.datasets.synthetic_graph import synthetic_graph
-from galfast.datasets.synthetic_movielens import synthetic_movielens
+from galfast.datasets.synthetic_ratings import synthetic_movielens
+from galfast.datasets.synthetic_sbm import synthetic_graph
 
 __all__ = [
     "DATASET_NAMES",

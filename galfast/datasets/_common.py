@@ -21,11 +21,17 @@ def check_attributes(
     num_nodes: int,
 ) -> None:
     """Raises ValueError unless every attribute is an int64 code vector aligned with
-    `attribute_nodes`, with codes in ``[0, len(attribute_classes[name]))``."""
+    `attribute_nodes`, with codes in ``[0, len(attribute_classes[name]))``.
+
+    Value ranges are checked on CPU only: reading them off an accelerator would synchronise,
+    and a dataset is checked on CPU when it is built, before any ``.to(device)``."""
     if attribute_nodes.dtype != torch.int64 or attribute_nodes.dim() != 1:
         raise ValueError("attribute_nodes must be a 1-D int64 tensor of node ids")
-    if attribute_nodes.numel() and not (
-        0 <= int(attribute_nodes.min()) and int(attribute_nodes.max()) < num_nodes
+    on_cpu = attribute_nodes.device.type == "cpu"
+    if (
+        on_cpu
+        and attribute_nodes.numel()
+        and not (0 <= int(attribute_nodes.min()) and int(attribute_nodes.max()) < num_nodes)
     ):
         raise ValueError(f"attribute_nodes must lie in [0, {num_nodes})")
     if set(attributes) != set(attribute_classes):
@@ -40,7 +46,11 @@ def check_attributes(
                 f"attribute {name!r} must be int64 with shape {list(attribute_nodes.shape)}, "
                 f"got {codes.dtype} {list(codes.shape)}"
             )
-        if codes.numel() and not (0 <= int(codes.min()) and int(codes.max()) < cardinality):
+        if (
+            on_cpu
+            and codes.numel()
+            and not (0 <= int(codes.min()) and int(codes.max()) < cardinality)
+        ):
             raise ValueError(f"attribute {name!r} holds codes outside [0, {cardinality})")
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from galfast.datasets._arrays import sorted_unique
-from galfast.datasets.movielens import AGE_GROUPS, GENDERS, OCCUPATIONS_1M
+from galfast.datasets.movielens_loader import AGE_GROUPS, GENDERS, OCCUPATIONS_1M
 from galfast.datasets.rating_dataset import RatingDataset, build_rating_dataset
 
 __all__ = ["synthetic_movielens"]
