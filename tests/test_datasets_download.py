@@ -16,6 +16,7 @@ from galfast.datasets.download import (
     data_dir,
     extract_zip,
     fetch,
+    verify_file,
 )
 
 PAYLOAD = b"planetoid bytes \x00\xff" * 1000
@@ -116,6 +117,18 @@ def test_interrupted_download_leaves_no_partial_file(tmp_path):
     # The same opener without the failure completes the download.
     path = fetch(resource, cache, opener=lambda url, timeout: _Response(PAYLOAD), progress=False)
     assert path.read_bytes() == PAYLOAD
+
+
+def test_verify_file(tmp_path):
+    path = tmp_path / "file.bin"
+    path.write_bytes(PAYLOAD)
+    verify_file(path, Resource("https://example.invalid/f", "file.bin", sha256(PAYLOAD)))
+    verify_file(path, Resource("https://example.invalid/f", "file.bin"))  # nothing to check
+    with pytest.raises(ChecksumError, match="Replace it with an intact copy"):
+        verify_file(path, Resource("https://example.invalid/f", "file.bin", sha256(b"other")))
+    (tmp_path / "file.bin.sha256").write_text(f"{sha256(b'other')}  file.bin\n")
+    with pytest.raises(ChecksumError, match=sha256(b"other")):  # a pinned hash counts too
+        verify_file(path, Resource("https://example.invalid/f", "file.bin"))
 
 
 def _zip(path, members):

@@ -288,3 +288,24 @@ def test_download_with_wrong_checksum_is_refused(tmp_path, monkeypatch):
     with pytest.raises(ChecksumError, match="ml-1m.zip"):
         movielens("1m")
     assert list(cache.iterdir()) == []
+
+
+def test_hand_placed_archive_is_verified_before_extraction(tmp_path, monkeypatch):
+    archive = _archive(tmp_path)
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "ml-1m.zip").write_bytes(archive.read_bytes())
+    monkeypatch.setenv("GALFAST_DATA", str(cache))
+
+    def offline(url, timeout):
+        raise AssertionError("a placed archive needs no download")
+
+    with pytest.raises(ChecksumError, match="ml-1m.zip"):  # pinned to the real archive
+        movielens("1m", opener=offline)
+    assert sorted(p.name for p in cache.iterdir()) == ["ml-1m.zip"]
+
+    spec = movielens_loader._VERSIONS["1m"]
+    digest = hashlib.sha256(archive.read_bytes()).hexdigest()
+    local = dataclasses.replace(spec.archive, sha256=digest)
+    monkeypatch.setitem(movielens_loader._VERSIONS, "1m", dataclasses.replace(spec, archive=local))
+    assert movielens("1m", opener=offline).num_ratings == 30

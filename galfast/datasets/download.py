@@ -31,6 +31,7 @@ __all__ = [
     "data_dir",
     "extract_zip",
     "fetch",
+    "verify_file",
 ]
 
 _CHUNK = 1 << 20
@@ -79,6 +80,23 @@ def _expected_sha256(resource: Resource, target: Path) -> Optional[str]:
         return resource.sha256.lower()
     pin = _pin_path(target)
     return pin.read_text().split()[0].lower() if pin.is_file() else None
+
+
+def verify_file(path: Path, resource: Resource) -> None:
+    """Raises :class:`ChecksumError` unless `path` has the resource's SHA-256 (pinned or
+    published); a file with no known hash passes."""
+    expected = _expected_sha256(resource, Path(path))
+    if expected is None:
+        return
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            digest.update(chunk)
+    if digest.hexdigest() != expected:
+        raise ChecksumError(
+            f"SHA-256 mismatch for {path}: expected {expected} (the file from {resource.url}), "
+            f"got {digest.hexdigest()}. Replace it with an intact copy."
+        )
 
 
 def fetch(

@@ -20,6 +20,7 @@ from galfast.datasets.download import (
     data_dir,
     extract_zip,
     fetch,
+    verify_file,
 )
 from galfast.datasets.rating_dataset import RatingDataset, build_rating_dataset
 
@@ -70,7 +71,8 @@ class _Version:
 
 
 # SHA-256 of the archives as registered by TensorFlow Datasets (url_checksums/movielens.txt:
-# ml-1m.zip 5,917,549 bytes, ml-100k.zip 4,924,029 bytes). GroupLens itself publishes MD5s
+# ml-1m.zip 5,917,549 bytes, ml-100k.zip 4,924,029 bytes); galfast's authors had no network to
+# re-check them against a fresh download. GroupLens itself publishes only MD5s
 # (ml-1m c4d9eecfca2ab87c1945afe126590906, ml-100k 0e33842e24a9c977be4e0107933c0723).
 _VERSIONS = {
     "1m": _Version(
@@ -244,9 +246,11 @@ def _locate(
     if all((folder / name).is_file() for name in version.files):
         return folder
     archive = cache / version.archive.filename
-    if not archive.is_file():
-        if not download:
-            raise DatasetNotFoundError(_offline_message(version, cache, "download=False"))
+    if archive.is_file():
+        verify_file(archive, version.archive)  # it may have been put there by hand
+    elif not download:
+        raise DatasetNotFoundError(_offline_message(version, cache, "download=False"))
+    else:
         try:
             archive = fetch(version.archive, cache, opener=opener)
         except OSError as err:
