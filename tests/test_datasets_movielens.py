@@ -210,6 +210,10 @@ def test_age_group_boundaries():
         (lambda d: d.joinpath("users.dat").write_text("1::F::1::21::0\n"), "occupation codes"),
         (lambda d: d.joinpath("users.dat").write_text("1::F::1\n"), "expected 5"),
         (lambda d: d.joinpath("movies.dat").write_text("1|Toy Story\n"), "MovieID::Title"),
+        (
+            lambda d: d.joinpath("users.dat").write_text("1::F::1::1::0\n1::M::1::1::0\n"),
+            "user id is listed twice",
+        ),
     ],
 )
 def test_malformed_files_raise_clear_errors(tmp_path, mutate, message):

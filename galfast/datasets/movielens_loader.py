@@ -325,7 +325,7 @@ def movielens(
     ):
         if np.any(np.diff(ids[order]) == 0):
             raise ValueError(f"{spec.name}: a {what} id is listed twice in the {what} file")
-    rating_file, user_file, movie_file = parsed["files"]
+    rating_file, _, movie_file = parsed["files"]
     user_index = order_users[
         _index_of(parsed["ratings"][:, 0], parsed["user_ids"][order_users], "user", rating_file)
     ]
