@@ -1,0 +1,190 @@
+"""Fetching raw dataset files: cache folder, verified atomic downloads, safe zip extraction.
+
+Every real loader describes what it needs as :class:`Resource` objects (canonical URL, file
+name, SHA-256). :func:`fetch` downloads one into the cache with a progress bar, hashing while
+it streams, and moves it into place only once the hash matches, so the cache never holds a
+partial or unverified file. A resource whose SHA-256 is not known in advance is hashed on its
+first download, the hash is written next to it (``<file>.sha256``) and reported with an
+:class:`UnpinnedChecksumWarning`; later downloads must match that pinned hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+import urllib.request
+import warnings
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+from tqdm.auto import tqdm
+
+__all__ = [
+    "ChecksumError",
+    "DatasetNotFoundError",
+    "Resource",
+    "UnpinnedChecksumWarning",
+    "data_dir",
+    "extract_zip",
+    "fetch",
+    "verify_file",
+]
+
+_CHUNK = 1 << 20
+_TIMEOUT_S = 30
+
+
+class DatasetNotFoundError(FileNotFoundError):
+    """The dataset is neither on disk nor downloadable; the message says what to put where."""
+
+
+class ChecksumError(ValueError):
+    """A downloaded file's SHA-256 differs from the pinned one (corrupt or changed upstream)."""
+
+
+class UnpinnedChecksumWarning(UserWarning):
+    """A file was downloaded whose SHA-256 galfast did not know; it is now pinned locally."""
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One downloadable file.
+
+    Attributes:
+        url: canonical source.
+        filename: name it gets in the cache folder.
+        sha256: expected hex digest, or ``None`` when not published (pinned on first download).
+    """
+
+    url: str
+    filename: str
+    sha256: Optional[str] = None
+
+
+def data_dir() -> Path:
+    """The dataset cache: ``$GALFAST_DATA`` when set, else ``~/.cache/galfast``."""
+    configured = os.environ.get("GALFAST_DATA")
+    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "galfast"
+
+
+def _pin_path(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+def _expected_sha256(resource: Resource, target: Path) -> Optional[str]:
+    if resource.sha256 is not None:
+        return resource.sha256.lower()
+    pin = _pin_path(target)
+    return pin.read_text().split()[0].lower() if pin.is_file() else None
+
+
+def verify_file(path: Path, resource: Resource) -> None:
+    """Raises :class:`ChecksumError` unless `path` has the resource's SHA-256 (pinned or
+    published); a file with no known hash passes."""
+    expected = _expected_sha256(resource, Path(path))
+    if expected is None:
+        return
+    digest = hashlib.sha256()
+    with open(path, "rb") as stream:
+        while chunk := stream.read(_CHUNK):
+            digest.update(chunk)
+    if digest.hexdigest() != expected:
+        raise ChecksumError(
+            f"SHA-256 mismatch for {path}: expected {expected} (the file from {resource.url}), "
+            f"got {digest.hexdigest()}. Replace it with an intact copy."
+        )
+
+
+def fetch(
+    resource: Resource,
+    directory: Path,
+    *,
+    opener: Callable[..., object] = urllib.request.urlopen,
+    progress: bool = True,
+) -> Path:
+    """Returns ``directory / resource.filename``, downloading and verifying it if absent.
+
+    The bytes go to a temporary file in `directory` and are renamed into place only after the
+    SHA-256 check, so an interrupted or corrupt download leaves nothing behind.
+
+    Raises:
+        ChecksumError: the download does not match the pinned SHA-256.
+        OSError: the download failed (``urllib.error.URLError`` is an ``OSError``).
+    """
+    directory = Path(directory)
+    target = directory / resource.filename
+    if target.is_file():
+        return target
+    directory.mkdir(parents=True, exist_ok=True)
+    expected = _expected_sha256(resource, target)
+    handle, partial = tempfile.mkstemp(
+        dir=directory, prefix=f".{resource.filename}.", suffix=".part"
+    )
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(handle, "wb") as out, opener(resource.url, timeout=_TIMEOUT_S) as response:
+            length = response.headers.get("Content-Length")
+            with tqdm(
+                total=int(length) if length else None,
+                unit="B",
+                unit_scale=True,
+                desc=resource.filename,
+                disable=not progress,
+            ) as bar:
+                while chunk := response.read(_CHUNK):
+                    out.write(chunk)
+                    digest.update(chunk)
+                    bar.update(len(chunk))
+        actual = digest.hexdigest()
+        if expected is not None and actual != expected:
+            raise ChecksumError(
+                f"SHA-256 mismatch for {resource.filename} downloaded from {resource.url}: "
+                f"expected {expected}, got {actual}. The download is corrupt or the file changed "
+                "upstream; nothing was saved. Retry, or place a verified copy in "
+                f"{directory} yourself."
+            )
+        os.replace(partial, target)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    if expected is None:
+        _pin_path(target).write_text(f"{actual}  {resource.filename}\n")
+        warnings.warn(
+            f"{resource.filename} from {resource.url} has no published SHA-256; galfast pinned "
+            f"the downloaded file's hash {actual} in {_pin_path(target)} and will require it "
+            "on later downloads. Compare it with a trusted copy if you can.",
+            UnpinnedChecksumWarning,
+            stacklevel=2,
+        )
+    return target
+
+
+def extract_zip(archive: Path, directory: Path, member_root: str) -> Path:
+    """Extracts the folder `member_root` of `archive` to ``directory / member_root`` atomically.
+
+    Members are unpacked into a temporary folder next to the destination, checked not to escape
+    it (no absolute paths or ``..``), and the folder is renamed into place in one step.
+    """
+    directory = Path(directory)
+    destination = directory / member_root
+    if destination.is_dir():
+        return destination
+    staging = Path(tempfile.mkdtemp(dir=directory, prefix=f".{member_root}."))
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            for member in zipped.namelist():
+                resolved = (staging / member).resolve()
+                if not resolved.is_relative_to(staging.resolve()):
+                    raise ValueError(f"{archive} holds an unsafe member path {member!r}")
+            zipped.extractall(staging)
+        unpacked = staging / member_root
+        if not unpacked.is_dir():
+            raise ValueError(f"{archive} has no top-level folder {member_root!r}")
+        os.replace(unpacked, destination)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return destination

@@ -1,0 +1,361 @@
+"""MovieLens-1M and MovieLens-100K from the original GroupLens files.
+
+The GroupLens licence forbids redistribution, so galfast ships no copy: :func:`movielens`
+downloads the official archive (verified against a pinned SHA-256) or reads a local copy.
+"""
+
+from __future__ import annotations
+
+import io
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional, Union
+
+import numpy as np
+
+from galfast.datasets.download import (
+    DatasetNotFoundError,
+    Resource,
+    data_dir,
+    extract_zip,
+    fetch,
+    verify_file,
+)
+from galfast.datasets.rating_dataset import RatingDataset, build_rating_dataset
+
+__all__ = [
+    "AGE_GROUPS",
+    "GENDERS",
+    "OCCUPATIONS_100K",
+    "OCCUPATIONS_1M",
+    "age_group",
+    "movielens",
+]
+
+GENDERS = ("F", "M")
+
+# ML-1M's age codes (README of ml-1m: 1 = "Under 18", 18 = "18-24", ..., 56 = "56+"), in order.
+AGE_GROUPS = ("Under 18", "18-24", "25-34", "35-44", "45-49", "50-55", "56+")
+_ML1M_AGE_CODES = (1, 18, 25, 35, 45, 50, 56)
+
+OCCUPATIONS_1M = (
+    "other or not specified", "academic/educator", "artist", "clerical/admin",
+    "college/grad student", "customer service", "doctor/health care", "executive/managerial",
+    "farmer", "homemaker", "K-12 student", "lawyer", "programmer", "retired", "sales/marketing",
+    "scientist", "self-employed", "technician/engineer", "tradesman/craftsman", "unemployed",
+    "writer",
+)  # fmt: skip
+
+# ML-100K's own list (its u.occupation file), in file order.
+OCCUPATIONS_100K = (
+    "administrator", "artist", "doctor", "educator", "engineer", "entertainment", "executive",
+    "healthcare", "homemaker", "lawyer", "librarian", "marketing", "none", "other", "programmer",
+    "retired", "salesman", "scientist", "student", "technician", "writer",
+)  # fmt: skip
+
+LICENSE = (
+    "MovieLens data (c) GroupLens Research, University of Minnesota. Use is subject to the "
+    "GroupLens licence in the archive's README: research use, no redistribution without "
+    "permission, cite F. M. Harper and J. A. Konstan, 'The MovieLens Datasets: History and "
+    "Context', ACM TiiS 5(4), 2015."
+)
+
+
+@dataclass(frozen=True)
+class _Version:
+    name: str
+    folder: str
+    files: tuple[str, ...]
+    archive: Resource
+
+
+# SHA-256 of the archives as registered by TensorFlow Datasets (url_checksums/movielens.txt:
+# ml-1m.zip 5,917,549 bytes, ml-100k.zip 4,924,029 bytes); galfast's authors had no network to
+# re-check them against a fresh download. GroupLens itself publishes only MD5s
+# (ml-1m c4d9eecfca2ab87c1945afe126590906, ml-100k 0e33842e24a9c977be4e0107933c0723).
+_VERSIONS = {
+    "1m": _Version(
+        "movielens-1m",
+        "ml-1m",
+        ("ratings.dat", "users.dat", "movies.dat"),
+        Resource(
+            "https://files.grouplens.org/datasets/movielens/ml-1m.zip",
+            "ml-1m.zip",
+            "a6898adb50b9ca05aa231689da44c217cb524e7ebd39d264c56e2832f2c54e20",
+        ),
+    ),
+    "100k": _Version(
+        "movielens-100k",
+        "ml-100k",
+        ("u.data", "u.user", "u.item"),
+        Resource(
+            "https://files.grouplens.org/datasets/movielens/ml-100k.zip",
+            "ml-100k.zip",
+            "50d2a982c66986937beb9ffb3aa76efe955bf3d5c6b761f4e3a7cd717c6a3229",
+        ),
+    ),
+}
+
+
+def age_group(age: np.ndarray) -> np.ndarray:
+    """Years -> the 7 ML-1M age groups ``0..6``: <18, 18-24, 25-34, 35-44, 45-49, 50-55, 56+.
+
+    ML-100K stores ages in years; bucketing them this way gives both versions the same
+    7-class age attribute.
+    """
+    return np.searchsorted(np.array(_ML1M_AGE_CODES[1:]), np.asarray(age), side="right")
+
+
+def _read_text(path: Path) -> str:
+    # The GroupLens files are latin-1 (accented titles such as "Misérables").
+    return path.read_bytes().decode("latin-1")
+
+
+def _int_table(text: str, separator: str, columns: int, source: str) -> np.ndarray:
+    if not text.strip():
+        raise ValueError(f"{source} holds no rows")
+    try:
+        table = np.loadtxt(io.StringIO(text), dtype=np.int64, delimiter=separator, ndmin=2)
+    except ValueError as err:
+        raise ValueError(f"{source} is malformed: {err}") from err
+    if table.shape[1] != columns:
+        raise ValueError(f"{source} must have {columns} columns per row, got {table.shape[1]}")
+    return table
+
+
+def _fields(text: str, separator: str, count: int, source: str) -> list[list[str]]:
+    rows = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        parts = line.split(separator)
+        if len(parts) != count:
+            raise ValueError(
+                f"{source} line {number}: expected {count} {separator!r}-separated fields, "
+                f"got {len(parts)}: {line!r}"
+            )
+        rows.append(parts)
+    if not rows:
+        raise ValueError(f"{source} holds no rows")
+    return rows
+
+
+def _code(value: str, classes: tuple[str, ...], what: str, source: str) -> int:
+    if value not in classes:
+        raise ValueError(f"{source}: unknown {what} {value!r} (expected one of {classes})")
+    return classes.index(value)
+
+
+def _whole(value: str, what: str, source: str) -> int:
+    if not value.strip().isdigit():
+        raise ValueError(f"{source}: {what} must be a whole number, got {value!r}")
+    return int(value)
+
+
+def _index_of(raw: np.ndarray, known: np.ndarray, what: str, source: str) -> np.ndarray:
+    """Maps raw ids to their position in `known` (sorted), rejecting unknown ids."""
+    position = np.searchsorted(known, raw)
+    position = np.minimum(position, len(known) - 1)
+    unknown = known[position] != raw
+    if unknown.any():
+        raise ValueError(
+            f"{source} refers to {what} id {raw[unknown][0]} missing from the {what} file"
+        )
+    return position
+
+
+def _parse_1m(folder: Path) -> dict:
+    ratings = _int_table(
+        _read_text(folder / "ratings.dat").replace("::", "\t"), "\t", 4, "ratings.dat"
+    )
+    users = _fields(_read_text(folder / "users.dat"), "::", 5, "users.dat")
+    movie_ids, titles = [], []
+    for number, line in enumerate(_read_text(folder / "movies.dat").splitlines(), start=1):
+        if not line.strip():
+            continue
+        # Titles may contain ':' (never '::'); the id leads and the genres trail.
+        head, _, rest = line.partition("::")
+        title, separator, _genres = rest.rpartition("::")
+        if not separator:
+            raise ValueError(f"movies.dat line {number}: expected 'MovieID::Title::Genres'")
+        movie_ids.append(_whole(head, "MovieID", f"movies.dat line {number}"))
+        titles.append(title)
+    if not movie_ids:
+        raise ValueError("movies.dat holds no rows")
+    age_codes = [_whole(user[2], "age", "users.dat") for user in users]
+    occupation = [_whole(user[3], "occupation", "users.dat") for user in users]
+    unknown_age = set(age_codes) - set(_ML1M_AGE_CODES)
+    if unknown_age:
+        raise ValueError(
+            f"users.dat: unknown age codes {sorted(unknown_age)} (expected {_ML1M_AGE_CODES})"
+        )
+    if max(occupation) >= len(OCCUPATIONS_1M):
+        raise ValueError(f"users.dat: occupation codes must lie in 0..{len(OCCUPATIONS_1M) - 1}")
+    return dict(
+        ratings=ratings[:, :3],
+        user_ids=np.array([_whole(user[0], "UserID", "users.dat") for user in users]),
+        gender=[_code(user[1], GENDERS, "gender", "users.dat") for user in users],
+        age=[_ML1M_AGE_CODES.index(code) for code in age_codes],
+        occupation=occupation,
+        movie_ids=np.array(movie_ids),
+        titles=titles,
+        occupations=OCCUPATIONS_1M,
+        files=("ratings.dat", "users.dat", "movies.dat"),
+    )
+
+
+def _parse_100k(folder: Path) -> dict:
+    ratings = _int_table(_read_text(folder / "u.data"), "\t", 4, "u.data")
+    users = _fields(_read_text(folder / "u.user"), "|", 5, "u.user")
+    items = _fields(_read_text(folder / "u.item"), "|", 24, "u.item")
+    return dict(
+        ratings=ratings[:, :3],
+        user_ids=np.array([_whole(user[0], "user id", "u.user") for user in users]),
+        gender=[_code(user[2], GENDERS, "gender", "u.user") for user in users],
+        age=age_group(np.array([_whole(user[1], "age", "u.user") for user in users])),
+        occupation=[_code(user[3], OCCUPATIONS_100K, "occupation", "u.user") for user in users],
+        movie_ids=np.array([_whole(item[0], "movie id", "u.item") for item in items]),
+        titles=[item[1] for item in items],
+        occupations=OCCUPATIONS_100K,
+        files=("u.data", "u.user", "u.item"),
+    )
+
+
+def _locate(
+    version: _Version,
+    root: Optional[Union[str, Path]],
+    download: bool,
+    opener: Callable[..., object],
+) -> Path:
+    """The folder holding the version's files: under `root` if given, else in the cache
+    (downloading and extracting the archive when needed)."""
+    wanted = ", ".join(version.files)
+    if root is not None:
+        root = Path(root).expanduser()
+        for folder in (root / version.folder, root):
+            if all((folder / name).is_file() for name in version.files):
+                return folder
+        raise DatasetNotFoundError(
+            f"no {version.name} files under {root}: expected {root / version.folder}/ (or "
+            f"{root}/ itself) to hold {wanted}. Unzip {version.archive.url} there, or drop "
+            "root= to download into the cache."
+        )
+    cache = data_dir()
+    folder = cache / version.folder
+    if all((folder / name).is_file() for name in version.files):
+        return folder
+    archive = cache / version.archive.filename
+    if archive.is_file():
+        verify_file(archive, version.archive)  # it may have been put there by hand
+    elif not download:
+        raise DatasetNotFoundError(_offline_message(version, cache, "download=False"))
+    else:
+        try:
+            archive = fetch(version.archive, cache, opener=opener)
+        except OSError as err:
+            raise DatasetNotFoundError(_offline_message(version, cache, str(err))) from err
+    return extract_zip(archive, cache, version.folder)
+
+
+def _offline_message(version: _Version, cache: Path, reason: str) -> str:
+    return (
+        f"{version.name} is not on this machine and was not downloaded ({reason}). Download "
+        f"{version.archive.url} elsewhere and either put the zip in {cache}/ or unzip it so "
+        f"that {cache / version.folder}/ holds {', '.join(version.files)}; or set GALFAST_DATA "
+        "to a folder laid out that way; or pass root=FOLDER."
+    )
+
+
+def movielens(
+    version: str = "1m",
+    root: Optional[Union[str, Path]] = None,
+    seed: int = 0,
+    *,
+    test_fraction: float = 0.1,
+    download: bool = True,
+    opener: Callable[..., object] = urllib.request.urlopen,
+) -> RatingDataset:
+    """MovieLens-1M or -100K as a user-movie rating graph with user attributes.
+
+    Users become nodes ``0..U-1`` in the order of the users file, movies nodes ``U..U+M-1`` in
+    the order of the movies file. Every movie listed there is a node, rated or not (ML-1M lists
+    3,883 movies of which 3,706 have ratings, so 177 nodes are isolated; the GAL paper counts
+    only the rated 3,706). Ratings are split at random, ``test_fraction`` held out, seeded.
+
+    User attributes (``ds.attributes``):
+
+    * ``gender``: 2 classes ``F, M``.
+    * ``age``: 7 groups ``Under 18, 18-24, 25-34, 35-44, 45-49, 50-55, 56+`` (ML-1M's codes
+      1, 18, 25, 35, 45, 50, 56 map to 0..6; ML-100K's ages in years are bucketed into the
+      same groups with :func:`age_group`).
+    * ``occupation``: 21 classes (ML-1M's codes 0..20, see ``OCCUPATIONS_1M``; ML-100K has its
+      own 21 names, ``OCCUPATIONS_100K``).
+
+    Args:
+        version: ``"1m"`` or ``"100k"``.
+        root: a folder holding the extracted files (``ml-1m/`` or the files themselves);
+            ``None`` uses the cache (``$GALFAST_DATA`` or ``~/.cache/galfast``), downloading
+            the official archive there when missing.
+        seed: seeds the rating split.
+        test_fraction: share of ratings held out.
+        download: allow the download (otherwise a missing copy raises).
+        opener: the URL opener (``urllib.request.urlopen``; replaceable for mirrors and tests).
+
+    Raises:
+        DatasetNotFoundError: no local copy and no download possible; says where to put it.
+        ValueError: a file is malformed (the message names the file and line).
+
+    Example:
+        >>> ds = movielens("1m", root="/data")
+        >>> ds.num_users, ds.num_movies, ds.num_ratings
+        (6040, 3883, 1000209)
+    """
+    if version not in _VERSIONS:
+        raise ValueError(
+            f"unknown MovieLens version {version!r}; expected one of {sorted(_VERSIONS)}"
+        )
+    spec = _VERSIONS[version]
+    folder = _locate(spec, root, download, opener)
+    parsed = (_parse_1m if version == "1m" else _parse_100k)(folder)
+    order_users, order_movies = np.argsort(parsed["user_ids"]), np.argsort(parsed["movie_ids"])
+    for what, ids, order in (
+        ("user", parsed["user_ids"], order_users),
+        ("movie", parsed["movie_ids"], order_movies),
+    ):
+        if np.any(np.diff(ids[order]) == 0):
+            raise ValueError(f"{spec.name}: a {what} id is listed twice in the {what} file")
+    rating_file, _, movie_file = parsed["files"]
+    user_index = order_users[
+        _index_of(parsed["ratings"][:, 0], parsed["user_ids"][order_users], "user", rating_file)
+    ]
+    movie_index = order_movies[
+        _index_of(parsed["ratings"][:, 1], parsed["movie_ids"][order_movies], "movie", rating_file)
+    ]
+    rated = np.zeros(len(parsed["movie_ids"]), dtype=bool)
+    rated[movie_index] = True
+    notes = ()
+    if not rated.all():
+        notes = (
+            f"{int((~rated).sum())} of {rated.size} movies in {movie_file} have no rating; they "
+            "are kept as isolated movie nodes.",
+        )
+    return build_rating_dataset(
+        name=spec.name,
+        user_index=user_index,
+        movie_index=movie_index,
+        rating=parsed["ratings"][:, 2],
+        num_users=len(parsed["user_ids"]),
+        num_movies=len(parsed["movie_ids"]),
+        attributes=dict(
+            gender=parsed["gender"], age=parsed["age"], occupation=parsed["occupation"]
+        ),
+        attribute_classes=dict(gender=GENDERS, age=AGE_GROUPS, occupation=parsed["occupations"]),
+        raw_user_ids=parsed["user_ids"],
+        raw_movie_ids=parsed["movie_ids"],
+        movie_titles=tuple(parsed["titles"]),
+        license=LICENSE,
+        notes=notes,
+        seed=seed,
+        test_fraction=test_fraction,
+    )

@@ -1,0 +1,60 @@
+"""Datasets by name, for command lines and configs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional, Union
+
+from galfast.datasets.graph_dataset import GraphDataset
+from galfast.datasets.movielens_loader import movielens
+from galfast.datasets.planetoid_loader import PLANETOID_NAMES, planetoid
+from galfast.datasets.rating_dataset import RatingDataset
+from galfast.datasets.synthetic_ratings import synthetic_movielens
+from galfast.datasets.synthetic_sbm import synthetic_graph
+
+__all__ = ["DATASET_NAMES", "load", "synthetic"]
+
+DATASET_NAMES = (
+    "movielens-1m",
+    "movielens-100k",
+    *PLANETOID_NAMES,
+    "synthetic-graph",
+    "synthetic-movielens",
+)
+
+_SYNTHETIC = {"graph": synthetic_graph, "movielens": synthetic_movielens}
+
+
+def synthetic(kind: str = "graph", **kwargs: Any) -> Union[GraphDataset, RatingDataset]:
+    """A seeded synthetic dataset: ``kind="graph"`` -> :func:`synthetic_graph` (node/link task),
+    ``kind="movielens"`` -> :func:`synthetic_movielens` (rating task); `kwargs` go to it."""
+    if kind not in _SYNTHETIC:
+        raise ValueError(f"unknown synthetic kind {kind!r}; expected one of {sorted(_SYNTHETIC)}")
+    return _SYNTHETIC[kind](**kwargs)
+
+
+def load(
+    name: str,
+    root: Optional[Union[str, Path]] = None,
+    seed: int = 0,
+    **kwargs: Any,
+) -> Union[GraphDataset, RatingDataset]:
+    """Loads a dataset by its name in :data:`DATASET_NAMES`.
+
+    ``movielens-*`` and the synthetic MovieLens give a :class:`RatingDataset`; Planetoid names
+    and ``synthetic-graph`` a :class:`GraphDataset`. `root` is for the real datasets only;
+    `kwargs` go to the loader (e.g. ``download=False``, ``num_users=...``).
+
+    Example:
+        >>> load("citeseer", root="../shared/data").num_nodes
+        3327
+    """
+    if name not in DATASET_NAMES:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASET_NAMES}")
+    if name.startswith("movielens-"):
+        return movielens(name.removeprefix("movielens-"), root, seed, **kwargs)
+    if name in PLANETOID_NAMES:
+        return planetoid(name, root, seed, **kwargs)
+    if root is not None:
+        raise ValueError(f"{name} is generated, it takes no root")
+    return synthetic(name.removeprefix("synthetic-"), seed=seed, **kwargs)
