@@ -274,22 +274,21 @@ def test_audit_is_reproducible():
 
 @needs_sampler
 def test_neighbour_attack_finds_what_the_node_attack_cannot():
-    # Users (0..99) have uninformative embeddings; each links to items (100..199) whose
-    # embeddings encode the item's group, which matches the user's attribute.
+    # Users (0..U-1) have uninformative embeddings; each links to items whose embeddings
+    # encode the item's group, which matches the user's attribute.
     gen = torch.Generator().manual_seed(5)
-    users, items = torch.arange(100), torch.arange(100, 200)
-    a = torch.randint(2, (100,), generator=gen)
-    item_group = torch.arange(100) % 2
-    edges = []
-    for u in range(100):
-        same = (item_group == a[u]).nonzero().view(-1)
-        for k in torch.randint(same.numel(), (3,), generator=gen):
-            edges.append((u, 100 + int(same[k])))
-    graph = Graph.from_edge_index(torch.tensor(edges).t(), 200, symmetrize=True)
-    z = torch.randn(200, 3, generator=gen)
+    num = 300
+    users, items = torch.arange(num), torch.arange(num, 2 * num)
+    a = torch.randint(2, (num,), generator=gen)
+    item_group = torch.arange(num) % 2
+    src = users.repeat_interleave(3)
+    pick = torch.randint(num // 2, (src.numel(),), generator=gen)
+    dst = num + 2 * pick + a[src]  # an item of the user's group
+    graph = Graph.from_edge_index(torch.stack([src, dst]), 2 * num, symmetrize=True)
+    z = torch.randn(2 * num, 3, generator=gen)
     z[items, 0] += 3.0 * (2 * item_group.float() - 1)
     attr = SensitiveAttribute("a", "binary", a, index=users)
-    train, test = _split(100)
+    train, test = _split(num)
     report = audit(
         z,
         attr,
@@ -301,8 +300,8 @@ def test_neighbour_attack_finds_what_the_node_attack_cannot():
     )
     node = report.result("a", "node").metrics["macro_f1"].mean
     neighbour = report.result("a", "neighbor").metrics["macro_f1"].mean
-    assert node < 0.65 and neighbour > 0.9
-    # Two hops from a user lands on a user or back on an item: weaker than one hop.
+    assert node < 0.7 and neighbour > 0.9
+    # Two hops from a user land on a user or back on an item: weaker than one hop.
     assert report.result("a", "nhop:2").metrics["macro_f1"].mean < neighbour
 
 

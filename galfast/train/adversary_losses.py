@@ -70,14 +70,18 @@ def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
     r"""The critic's estimate of the Wasserstein-1 distance between class-conditional embedding
     distributions (the dual form, the critic kept Lipschitz by weight clipping).
 
-    - binary, one output: :math:`|\,\mathrm{mean}_{A=1} f(Z) - \mathrm{mean}_{A=0} f(Z)\,|`;
-    - categorical (or binary with two outputs), ``[K, C]`` critic outputs:
+    - binary: :math:`|\,\mathrm{mean}_{A=1} f(Z) - \mathrm{mean}_{A=0} f(Z)\,|` for a scalar
+      critic; a two-output critic is read as the scalar :math:`f(Z)[1] - f(Z)[0]`;
+    - categorical, ``[K, C]`` critic outputs (the paper's form):
 
       .. math::
           \bar p_a = \frac{1}{|\{v: A_v = a\}|} \sum_{v: A_v = a} f(Z_v)[a], \qquad
           \ell = \max_a \bar p_a - \min_a \bar p_a
 
-      over the classes present, each mean over that class's own rows (not over all rows);
+      over the classes present, each mean over that class's own rows (not over all rows).
+      Because it compares different output columns, a critic can also widen this gap with
+      per-column offsets that ignore Z; the binary form has no such freedom, which is why
+      two-output binary critics use the difference above;
     - multilabel: the binary gap of each label's column, averaged over labels.
 
     Example (hand-computed): scores ``[[1, 0], [3, 0], [0, 5]]``, classes ``[0, 0, 1]``:
@@ -89,9 +93,10 @@ def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
             "(binary, categorical, multilabel); use distance='tv' (MSE) for "
             "continuous ones"
         )
-    if kind == "binary" and _binary_logits(outputs):
-        return _binary_gap(outputs.view(-1), targets)
-    if kind in ("binary", "categorical"):
+    if kind == "binary":
+        scores = outputs.view(-1) if _binary_logits(outputs) else outputs[:, 1] - outputs[:, 0]
+        return _binary_gap(scores, targets)
+    if kind == "categorical":
         return _class_conditional_gap(outputs, targets, outputs.size(1))
     gaps = [_binary_gap(outputs[:, col], targets[:, col]) for col in range(outputs.size(1))]
     return torch.stack(gaps).mean()

@@ -34,10 +34,13 @@ def test_wasserstein_binary_one_output():
     assert wasserstein_gap(-scores, labels, "binary").item() == pytest.approx(6.5)
 
 
-def test_wasserstein_binary_two_outputs_is_the_categorical_form():
+def test_wasserstein_binary_two_outputs_use_the_score_difference():
     scores = torch.tensor([[1.0, 0.0], [3.0, 0.0], [0.0, 5.0]])
     labels = torch.tensor([0, 0, 1])
-    assert wasserstein_gap(scores, labels, "binary").item() == pytest.approx(3.0)
+    # f[1] - f[0] = (-1, -3, 5): |5 - (-2)| = 7, unchanged by per-column offsets.
+    assert wasserstein_gap(scores, labels, "binary").item() == pytest.approx(7.0)
+    shifted = scores + torch.tensor([10.0, -4.0])
+    assert wasserstein_gap(shifted, labels, "binary").item() == pytest.approx(7.0)
 
 
 def test_wasserstein_one_class_present_gives_zero():
