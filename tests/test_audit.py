@@ -336,6 +336,7 @@ def test_bad_audit_inputs():
         ),
         (dict(sensitive=SensitiveAttribute("a", "binary", a[:5])), "5 rows"),
         (dict(task_labels=torch.zeros(7)), "task_labels"),
+        (dict(walk_mode="lazy"), "walk_mode"),
     ]
     for override, match in cases:
         call = dict(

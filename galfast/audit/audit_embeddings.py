@@ -16,7 +16,7 @@ from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.stats import summarize
 from galfast.graph import Graph
-from galfast.train.pairing import Pairing, PairingSpec, pair_nodes, parse_pairing
+from galfast.train.pairing import WALK_MODES, Pairing, PairingSpec, pair_nodes, parse_pairing
 from galfast.train.seeding import derive_seed
 from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 
@@ -150,6 +150,12 @@ def audit(
             "train_idx and test_idx overlap: the attacker must be scored on "
             "nodes it was not trained on"
         )
+    if walk_mode not in WALK_MODES:
+        raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {walk_mode!r}")
+    if task_labels is not None:
+        task_labels = torch.as_tensor(task_labels).to(z.device)
+        if task_labels.dim() != 1 or task_labels.numel() != num_nodes:
+            raise ValueError(f"task_labels must have shape [{num_nodes}] (negative = unknown)")
     config = AttackerConfig(epochs, batch_size, lr, tuple(hidden))
     attrs = as_attribute_list(sensitive)
 
@@ -279,10 +285,7 @@ def _run_attack(
 
 
 def _bound(z, attr, known, task_labels, results, lipschitz) -> TradeoffBound:
-    y = torch.as_tensor(task_labels).to(z.device)
-    if y.dim() != 1 or y.numel() != z.size(0):
-        raise ValueError(f"task_labels must have shape [{z.size(0)}] (negative = unknown)")
-    y_known = y[known.nodes]
+    y_known = task_labels[known.nodes]
     both = y_known >= 0
     node_cells = [
         r

@@ -10,7 +10,10 @@ from torch import Tensor
 
 from galfast.graph import Graph
 
-__all__ = ["Pairing", "PairedNodes", "pair_nodes", "parse_pairing"]
+__all__ = ["WALK_MODES", "Pairing", "PairedNodes", "pair_nodes", "parse_pairing"]
+
+# sample_nhop's modes (see its documentation).
+WALK_MODES = ("paper", "simple", "exact")
 
 PairingSpec = Union[str, tuple]
 

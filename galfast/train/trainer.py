@@ -25,14 +25,13 @@ from galfast.train.optimizers import (
     make_optimizer,
     unique_parameters,
 )
-from galfast.train.pairing import PairingSpec, pair_nodes, parse_pairing
+from galfast.train.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
 from galfast.train.seeding import derive_seed, seeded_generator
 from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 
 __all__ = ["GALTrainer"]
 
 SCHEDULES = ("after", "instead")
-WALK_MODES = ("paper", "simple", "exact")
 CHECKPOINT_FORMAT = 1
 # Hyperparameters a checkpoint records; a resumed trainer must match them to be exact.
 CONFIG_KEYS = (
