@@ -351,3 +351,18 @@ def test_bad_audit_inputs():
         call.update(override)
         with pytest.raises(ValueError, match=match):
             audit(**call)
+
+
+@pytest.mark.cuda
+def test_audit_runs_on_cuda_embeddings():
+    z, a = _leaky()
+    train, test = _split(200)
+    report = audit(
+        z.cuda(),
+        SensitiveAttribute("a", "binary", a.cuda()),
+        train_idx=train,
+        test_idx=test,
+        attacks=("node",),
+        seeds=1,
+    )
+    assert report.worst_case("a").metrics["macro_f1"].mean > 0.95

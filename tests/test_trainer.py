@@ -534,3 +534,23 @@ def test_bad_fit_inputs(data):
         wrong_width.fit(data.graph, batches, attr, epochs=1, x=data.x, progress=False)
     with pytest.raises(ValueError, match="needs a graph"):
         _trainer(data).embed()
+
+
+@pytest.mark.cuda
+def test_one_epoch_on_cuda_matches_cpu(data):
+    def run(device):
+        torch.manual_seed(0)
+        encoder = _LinearEncoder(data.x.size(1), 4)
+        trainer = GALTrainer(
+            encoder,
+            NodeHead(nn.Linear(4, 2)),
+            nn.Linear(4, 3),
+            task_loss=classification_loss,
+            lam=0.5,
+            optimizer="sgd",
+            device=device,
+        )
+        trainer.fit(data.graph, _batches(data), _attr(data), epochs=2, x=data.x, progress=False)
+        return trainer.embed().cpu()
+
+    torch.testing.assert_close(run("cuda"), run("cpu"), atol=1e-4, rtol=1e-4)

@@ -70,8 +70,9 @@ def fit_and_predict(
     if kind == "continuous":
         y_mean, y_std = y_train.mean(0), y_train.std(0, unbiased=False).clamp_min(1e-12)
         y_train = (y_train - y_mean) / y_std
+    # Initialise on the CPU generator only, leaving the caller's generator states untouched.
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+        torch.random.default_generator.manual_seed(seed)
         model = _build(family, x_train.size(1), num_outputs, config.hidden).to(x_train.device)
     model = model.to(x_train.dtype)
     optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
