@@ -8,6 +8,7 @@ from typing import Union
 import torch
 from torch import Tensor
 
+from galfast import ops
 from galfast.graph import Graph
 
 __all__ = ["WALK_MODES", "Pairing", "PairedNodes", "pair_nodes", "parse_pairing"]
@@ -77,8 +78,6 @@ def pair_nodes(
     if pairing.hops == 0:
         keep = torch.arange(nodes.numel(), device=nodes.device)
         return PairedNodes(keep, nodes, 0)
-    from galfast.ops import sample_nhop
-
-    ends = sample_nhop(graph, nodes, pairing.hops, seed=seed, mode=walk_mode)
+    ends = ops.sample_nhop(graph, nodes, pairing.hops, seed=seed, mode=walk_mode)
     keep = (ends >= 0).nonzero().view(-1)
     return PairedNodes(keep, ends[keep], nodes.numel() - keep.numel())
