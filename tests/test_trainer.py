@@ -1,5 +1,8 @@
 """GALTrainer mechanics: steps and schedules, optimizers, kinds of attributes, callbacks, errors."""
 
+import random
+
+import numpy as np
 import pytest
 import torch
 from gal_fixtures import MeanEncoder, planted_graph
@@ -14,6 +17,7 @@ from galfast.train import (
     EvaluateEvery,
     GraphBatches,
     GraphHead,
+    NodeBatch,
     NodeBatches,
     NodeHead,
     classification_loss,
@@ -554,3 +558,36 @@ def test_one_epoch_on_cuda_matches_cpu(data):
         return trainer.embed().cpu()
 
     torch.testing.assert_close(run("cuda"), run("cpu"), atol=1e-4, rtol=1e-4)
+
+
+class _NumpyShuffledBatches:
+    """A user iterable drawing its order from NumPy's and Python's global generators (the
+    legacy NumPy API on purpose: it is what such user code calls)."""
+
+    def __init__(self, data):
+        self.data = data
+
+    def __iter__(self):
+        order = np.random.permutation(self.data.train.numel())  # noqa: NPY002
+        idx = self.data.train[torch.from_numpy(order[: 30 + random.randrange(5)])]
+        yield NodeBatch(idx, self.data.y[idx])
+
+
+def test_epochs_seed_numpy_and_python_generators_and_restore_them(data, tmp_path):
+    args = (data.graph, _NumpyShuffledBatches(data), _attr(data))
+    np.random.seed(123)  # noqa: NPY002
+    random.seed(123)
+    straight = _trainer(data, lam=0.5)
+    straight.fit(*args, epochs=3, x=data.x, progress=False)
+    # The caller's generators are left as they were.
+    assert np.random.randint(1 << 30) == np.random.RandomState(123).randint(1 << 30)  # noqa: NPY002
+    assert random.random() == random.Random(123).random()
+
+    first = _trainer(data, lam=0.5)
+    first.fit(*args, epochs=1, x=data.x, progress=False)
+    first.save_checkpoint(tmp_path / "c.pt")
+    np.random.seed(7)  # noqa: NPY002 (other global states before resuming must not matter)
+    resumed = _trainer(data, lam=0.5).load_checkpoint(tmp_path / "c.pt")
+    resumed.fit(*args, epochs=3, x=data.x, progress=False)
+    assert _strip_time(straight.history) == _strip_time(resumed.history)
+    assert torch.equal(straight.embed(), resumed.embed())

@@ -23,7 +23,7 @@ def check_batch_size(batch_size: Optional[int]) -> None:
 def index_batches(n: int, batch_size: Optional[int], shuffle: bool) -> Iterator[Tensor]:
     """Yields int64 index tensors covering ``range(n)`` in chunks of ``batch_size`` (all at once
     when None). Shuffling draws from torch's global generator, which :class:`GALTrainer`
-    seeds per epoch from its own seed, so epochs are reproducible and resumable."""
+    seeds at the start of every epoch, so epochs are reproducible and resumable."""
     order = torch.randperm(n) if shuffle else torch.arange(n)
     size = n if batch_size is None else batch_size
     for start in range(0, n, max(size, 1)):

@@ -26,7 +26,7 @@ from galfast.train.optimizers import (
     unique_parameters,
 )
 from galfast.train.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
-from galfast.train.seeding import derive_seed, seeded_generator
+from galfast.train.seeding import derive_seed, seeded_generator, seeded_globals
 from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 
 __all__ = ["GALTrainer"]
@@ -128,9 +128,12 @@ class GALTrainer:
         pretrain_epochs: task-only epochs at the start.
         lr: task learning rate; the adversary's is ``lr * lam``.
         clip: Wasserstein critic weight bound ``c`` (unused for ``"tv"``).
-        seed: every random draw of the run (shuffles, negatives, adversary batches, walks,
-            dropout) is keyed by (seed, epoch, step), which makes runs reproducible and
-            resumes exact without saving generator states.
+        seed: every random draw of the run is keyed by (seed, epoch, step): the trainer's own
+            draws (adversary batches, walks) by step, and whatever the batches and modules
+            draw from torch's, NumPy's or Python's global generators (shuffles, negatives,
+            dropout) by epoch, as these are seeded at the start of every epoch (the caller's
+            states are restored after). Runs are reproducible and resumes exact without
+            saving generator states.
         optimizer: ``"adam"`` (default), ``"adamw"``, ``"sgd"``, ``"rmsprop"`` or a factory
             ``(params, lr=...) -> torch.optim.Optimizer``, used for both optimizers.
         walk_mode: ``sample_nhop``'s mode for neighbour / n-hop pairing: ``"paper"`` (the
@@ -376,13 +379,6 @@ class GALTrainer:
             return []
         return [self.device.index if self.device.index is not None else torch.cuda.current_device()]
 
-    def _seed_torch(self, seed: int) -> None:
-        # Only the generators this run uses (torch.manual_seed would also queue a lazy seed
-        # for every CUDA device, recording a stack trace each time).
-        torch.random.default_generator.manual_seed(seed)
-        for index in self._rng_devices():
-            torch.cuda.default_generators[index].manual_seed(seed)
-
     def _run_epoch(self, graph, inputs, task_batches, adversaries) -> dict[str, Any]:
         started = time.perf_counter()
         pretrain = self.epoch < self.pretrain_epochs
@@ -391,10 +387,9 @@ class GALTrainer:
         pairs = {a.attribute.name: 0 for a in adversaries}
         failures = dict(pairs)
         adv_steps = 0
-        # Reseeding torch's generators per epoch keys shuffles, negatives and dropout by
-        # (seed, epoch); fork_rng leaves the caller's generator state untouched.
-        with torch.random.fork_rng(devices=self._rng_devices()):
-            self._seed_torch(derive_seed(self.seed, "epoch", self.epoch))
+        # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
+        # by (seed, epoch): an epoch replays identically after a resume.
+        with seeded_globals(derive_seed(self.seed, "epoch", self.epoch), self._rng_devices()):
             for batch in task_batches:
                 batch = move_to_device(batch, self.device)
                 due = (self.step + 1) % self.adv_every == 0
@@ -528,8 +523,9 @@ class GALTrainer:
 
     # ---------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """Everything an exact resume needs: module and optimizer states, counters, history
-        and config. No generator state: every draw is keyed by (seed, epoch, step)."""
+        """Everything an exact resume needs: module and optimizer states, the epoch and step
+        counters, the history and the config. No generator state is needed: every draw is
+        keyed by (seed, epoch, step), see ``seed``."""
         return {
             "format": CHECKPOINT_FORMAT,
             "config": self.config,
