@@ -69,6 +69,7 @@ def audit(
     epochs: int = 30,
     batch_size: int = 256,
     lr: float = 0.01,
+    min_steps: int = 500,
     hidden: Sequence[int] = (32, 32),
     walk_mode: str = "paper",
     seed: int = 0,
@@ -100,6 +101,9 @@ def audit(
         task_lipschitz: the task head's Lipschitz constant C for that bound, when known.
         epochs, batch_size, lr: attacker training (Adam; the paper's MovieLens attacker:
             30 epochs, batches of 256).
+        min_steps: attackers train for more epochs when ``epochs`` would give fewer
+            optimizer steps than this (small splits would otherwise leave them unconverged,
+            understating the leak).
         walk_mode: ``sample_nhop``'s mode for the walks.
         seed: base seed; seed k of the run uses keys derived from (seed, k).
         progress: show a tqdm bar.
@@ -141,8 +145,8 @@ def audit(
         graph = graph.to(z.device)
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be an int >= 1, got {seeds!r}")
-    if epochs < 1 or batch_size < 1 or lr <= 0:
-        raise ValueError("epochs and batch_size must be >= 1 and lr > 0")
+    if epochs < 1 or batch_size < 1 or min_steps < 0 or lr <= 0:
+        raise ValueError("epochs and batch_size must be >= 1, min_steps >= 0 and lr > 0")
     train_idx = _as_index("train_idx", train_idx, num_nodes)
     test_idx = _as_index("test_idx", test_idx, num_nodes)
     if np.intersect1d(train_idx.numpy(), test_idx.numpy()).size:
@@ -156,7 +160,9 @@ def audit(
         task_labels = torch.as_tensor(task_labels).to(z.device)
         if task_labels.dim() != 1 or task_labels.numel() != num_nodes:
             raise ValueError(f"task_labels must have shape [{num_nodes}] (negative = unknown)")
-    config = AttackerConfig(epochs, batch_size, lr, tuple(hidden))
+    config = AttackerConfig(
+        epochs=epochs, batch_size=batch_size, lr=lr, min_steps=min_steps, hidden=tuple(hidden)
+    )
     attrs = as_attribute_list(sensitive)
 
     results: list[AttackResult] = []
@@ -193,6 +199,7 @@ def audit(
         "attacks": [p.name for p in pairings],
         "attackers": families,
         "epochs": epochs,
+        "min_steps": min_steps,
         "batch_size": batch_size,
         "lr": lr,
         "hidden": list(hidden),
