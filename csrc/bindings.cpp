@@ -61,15 +61,18 @@ void check(const SampleNhopParams& p) {
           "sample_nhop: unknown index type");
   require(p.out_ptr && (p.num_walks == 0 || (p.out_nbr && p.starts && p.end)),
           "sample_nhop: pointers not set");
-  require(p.mode != WalkMode::kExact || (p.in_ptr && p.in_nbr), "sample_nhop: exact mode needs in_ptr/in_nbr");
+  require(p.mode != WalkMode::kExact || (p.in_ptr && p.in_nbr),
+          "sample_nhop: exact mode needs in_ptr/in_nbr");
 }
 
 // On the CPU the starts are host memory, so their range is cheap to check here too.
 void check_starts_cpu(const SampleNhopParams& p) {
   for (int64_t i = 0; i < p.num_walks; ++i) {
-    require(p.starts[i] >= 0 && p.starts[i] < p.num_nodes,
-            "sample_nhop: start " + std::to_string(p.starts[i]) + " of walk " + std::to_string(i) +
-                " is not a node id in [0, " + std::to_string(p.num_nodes) + ")");
+    if (p.starts[i] < 0 || p.starts[i] >= p.num_nodes) {
+      throw std::invalid_argument("sample_nhop: start " + std::to_string(p.starts[i]) +
+                                  " of walk " + std::to_string(i) + " is not a node id in [0, " +
+                                  std::to_string(p.num_nodes) + ")");
+    }
   }
 }
 

@@ -66,8 +66,9 @@ def bfs_distance(out_rows: list, source: int, target: int) -> Optional[int]:
 Uniform = Callable[[int, int, int, int], int]  # (attempt, hop, draw, n) -> [0, n)
 
 
-def reference_walk(out_rows: list, start: int, hops: int, mode: str, uniform: Uniform,
-                   max_retries: int = 0) -> tuple[int, list]:
+def reference_walk(
+    out_rows: list, start: int, hops: int, mode: str, uniform: Uniform, max_retries: int = 0
+) -> tuple[int, list]:
     """One walk: returns (end or -1, path of the final attempt, -1 padded to hops + 1)."""
     attempt = 0
     while True:
@@ -94,8 +95,15 @@ def reference_walk(out_rows: list, start: int, hops: int, mode: str, uniform: Un
         attempt += 1
 
 
-def reference_sample(out_rows: list, starts: list, hops: int, mode: str, seed: int,
-                     max_retries: int = 16, walk_offset: int = 0) -> tuple[list, list]:
+def reference_sample(
+    out_rows: list,
+    starts: list,
+    hops: int,
+    mode: str,
+    seed: int,
+    max_retries: int = 16,
+    walk_offset: int = 0,
+) -> tuple[list, list]:
     """All walks with the kernel's Philox draws: (ends, paths)."""
     ends, paths = [], []
     for i, start in enumerate(starts):

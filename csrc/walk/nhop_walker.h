@@ -30,9 +30,14 @@ struct WalkGraph {
 
 template <typename Index>
 inline WalkGraph<Index> walk_graph(const SampleNhopParams& p) {
-  return WalkGraph<Index>{static_cast<const Index*>(p.out_ptr), static_cast<const Index*>(p.out_nbr),
-                          static_cast<const Index*>(p.in_ptr),  static_cast<const Index*>(p.in_nbr),
-                          p.seed, p.hops, p.max_retries, p.mode};
+  return WalkGraph<Index>{static_cast<const Index*>(p.out_ptr),
+                          static_cast<const Index*>(p.out_nbr),
+                          static_cast<const Index*>(p.in_ptr),
+                          static_cast<const Index*>(p.in_nbr),
+                          p.seed,
+                          p.hops,
+                          p.max_retries,
+                          p.mode};
 }
 
 // The slots of one row moved by the virtual Fisher-Yates shuffle: slot key[k] holds the row
@@ -76,19 +81,19 @@ template <typename Index>
 struct NhopWalker {
   enum Phase : int { kRow, kNeighbour, kDone };
 
-  uint64_t walk;      // the walk's number in the Philox counter
+  uint64_t walk;  // the walk's number in the Philox counter
   Index start;
   Index cur;
-  Index row_begin;    // out-row of cur
+  Index row_begin;  // out-row of cur
   Index degree;
-  Index slot;         // kNeighbour: the drawn slot of out_nbr
-  Index end;          // kDone: the result, -1 when the walk failed
-  int hop;            // hops taken in this attempt
-  int draws;          // candidates drawn at this hop
+  Index slot;  // kNeighbour: the drawn slot of out_nbr
+  Index end;   // kDone: the result, -1 when the walk failed
+  int hop;     // hops taken in this attempt
+  int draws;   // candidates drawn at this hop
   uint32_t attempt;
   Phase phase;
-  uint32_t random[4];         // the Philox block holding draws 4k .. 4k + 3 of this hop
-  Index path[kMaxHops + 1];   // path[0] = start, path[h] = node reached by hop h
+  uint32_t random[4];        // the Philox block holding draws 4k .. 4k + 3 of this hop
+  Index path[kMaxHops + 1];  // path[0] = start, path[h] = node reached by hop h
   SwapMap<Index> moved;
 };
 
@@ -216,10 +221,10 @@ GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
     return;
   }
   if (w.draws % 4 == 0) {
-    const PhiloxBlock block = philox4x32_10(
-        static_cast<uint32_t>(w.walk), static_cast<uint32_t>(w.walk >> 32), w.attempt,
-        (static_cast<uint32_t>(w.hop) << 16) | static_cast<uint32_t>(w.draws / 4),
-        static_cast<uint32_t>(g.seed), static_cast<uint32_t>(g.seed >> 32));
+    const PhiloxBlock block =
+        philox4x32_10(static_cast<uint32_t>(w.walk), static_cast<uint32_t>(w.walk >> 32), w.attempt,
+                      (static_cast<uint32_t>(w.hop) << 16) | static_cast<uint32_t>(w.draws / 4),
+                      static_cast<uint32_t>(g.seed), static_cast<uint32_t>(g.seed >> 32));
     for (int k = 0; k < 4; ++k) w.random[k] = block.v[k];
   }
   const Index d = Index(w.draws);

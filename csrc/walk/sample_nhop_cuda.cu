@@ -32,7 +32,8 @@ __global__ void sample_nhop_kernel(SampleNhopParams p, WalkGraph<Index> g) {
 template <typename Index>
 void launch(const SampleNhopParams& p, cudaStream_t stream) {
   const int64_t blocks = (p.num_walks + kThreads - 1) / kThreads;
-  sample_nhop_kernel<Index><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, walk_graph<Index>(p));
+  sample_nhop_kernel<Index>
+      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, walk_graph<Index>(p));
   GALFAST_CHECK_LAUNCH("sample_nhop_kernel");
 }
 

@@ -41,7 +41,9 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
 
     def build():
         if graph.num_edges >= _UINT32:
-            raise ValueError(f"sample_nhop supports graphs with < 2^32 edges, got {graph.num_edges}")
+            raise ValueError(
+                f"sample_nhop supports graphs with < 2^32 edges, got {graph.num_edges}"
+            )
         src, dst = graph.col, graph.row
         out_ptr, out_nbr = _sorted_distinct_rows(src, dst, graph.num_nodes)
         in_ptr, in_nbr = _sorted_distinct_rows(dst, src, graph.num_nodes)
@@ -98,8 +100,20 @@ def _sample_nhop_op(
 
 
 @_sample_nhop_op.register_fake
-def _(out_ptr, out_nbr, in_ptr, in_nbr, starts, hops, seed_lo, seed_hi, walk_offset, mode,
-      max_retries, return_paths):
+def _(
+    out_ptr,
+    out_nbr,
+    in_ptr,
+    in_nbr,
+    starts,
+    hops,
+    seed_lo,
+    seed_hi,
+    walk_offset,
+    mode,
+    max_retries,
+    return_paths,
+):
     num_walks = starts.size(0)
     end = starts.new_empty(num_walks, dtype=torch.long)
     return end, starts.new_empty((num_walks if return_paths else 0, hops + 1), dtype=torch.long)
@@ -112,8 +126,15 @@ def _check_int(name: str, value, low: int, high: int) -> None:
         raise ValueError(f"{name} must lie in [{low}, {high}), got {value}")
 
 
-def _check_inputs(graph: Graph, starts: Tensor, hops: int, seed: int, mode: str,
-                  max_retries: int, walk_offset: int) -> None:
+def _check_inputs(
+    graph: Graph,
+    starts: Tensor,
+    hops: int,
+    seed: int,
+    mode: str,
+    max_retries: int,
+    walk_offset: int,
+) -> None:
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
     if mode not in MODES:
@@ -211,7 +232,14 @@ def sample_nhop(
     """
     _check_inputs(graph, starts, hops, seed, mode, max_retries, walk_offset)
     end, paths = _sample_nhop_op(
-        *walk_adjacency(graph), starts.long().contiguous(), hops, seed % _UINT32,
-        seed // _UINT32, walk_offset, MODES[mode], max_retries, return_paths,
+        *walk_adjacency(graph),
+        starts.long().contiguous(),
+        hops,
+        seed % _UINT32,
+        seed // _UINT32,
+        walk_offset,
+        MODES[mode],
+        max_retries,
+        return_paths,
     )
     return (end, paths) if return_paths else end
