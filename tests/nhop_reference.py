@@ -32,10 +32,14 @@ def philox4x32_10(counter: tuple[int, ...], key: tuple[int, int]) -> tuple[int, 
 
 
 def philox_uniform(seed: int, walk: int, attempt: int, hop: int, draw: int, n: int) -> int:
-    """The kernel's draw: an integer in [0, n) for draw `draw` of hop `hop`."""
-    counter = (walk & MASK32, walk >> 32, attempt, (hop << 16) | (draw // 4))
-    word = philox4x32_10(counter, (seed & MASK32, seed >> 32))[draw % 4]
-    return (word * n) >> 32
+    """The kernel's draw: an integer in [0, n) for draw `draw` of hop `hop` (counter layout in
+    csrc/walk/sample_nhop.h)."""
+    if draw == 0:
+        counter, word = (walk & MASK32, walk >> 32, attempt, hop // 4), hop % 4
+    else:
+        redraw = (1 << 31) | (hop << 16) | ((draw - 1) // 4)
+        counter, word = (walk & MASK32, walk >> 32, attempt, redraw), (draw - 1) % 4
+    return (philox4x32_10(counter, (seed & MASK32, seed >> 32))[word] * n) >> 32
 
 
 def adjacency(edges: list[tuple[int, int]], num_nodes: int) -> tuple[list, list]:

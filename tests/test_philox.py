@@ -30,9 +30,13 @@ def test_philox_matches_random123(counter, key, expected):
 
 def test_uniform_draw_uses_the_documented_counter_layout():
     seed, walk = 0x0123456789ABCDEF, (7 << 32) | 5
-    block = philox4x32_10((5, 7, 3, (2 << 16) | 1), (0x89ABCDEF, 0x01234567))
-    # draw 6 of hop 2 in attempt 3 is word 6 % 4 = 2 of the block with counter word d / 4 = 1
-    assert philox_uniform(seed, walk, 3, 2, 6, 1000) == (block[2] * 1000) >> 32
+    key = (0x89ABCDEF, 0x01234567)
+    # the first draw of hop 6 in attempt 3: word 6 % 4 = 2 of the block for hops 4..7
+    block = philox4x32_10((5, 7, 3, 1), key)
+    assert philox_uniform(seed, walk, 3, 6, 0, 1000) == (block[2] * 1000) >> 32
+    # redraw 6 of hop 2: word (6 - 1) % 4 = 1 of the hop's redraw block (6 - 1) // 4 = 1
+    block = philox4x32_10((5, 7, 3, (1 << 31) | (2 << 16) | 1), key)
+    assert philox_uniform(seed, walk, 3, 2, 6, 1000) == (block[1] * 1000) >> 32
 
 
 def test_uniform_draw_covers_the_range_evenly():

@@ -92,7 +92,8 @@ struct NhopWalker {
   int draws;   // candidates drawn at this hop
   uint32_t attempt;
   Phase phase;
-  uint32_t random[4];        // the Philox block holding draws 4k .. 4k + 3 of this hop
+  uint32_t first_words[4];   // Philox block of the first draws of hops 4k .. 4k + 3
+  uint32_t redraw_words[4];  // Philox block of redraws 4k + 1 .. 4k + 4 of this hop
   Index path[kMaxHops + 1];  // path[0] = start, path[h] = node reached by hop h
   SwapMap<Index> moved;
 };
@@ -209,6 +210,28 @@ GALFAST_HD bool walker_blocks(const NhopWalker<Index>& w, const WalkGraph<Index>
   return false;
 }
 
+// Draws a hop makes after its first (rare: only when the first lands on the path) take
+// their words from blocks whose last counter word has this bit set.
+constexpr uint32_t kRedrawCounter = 0x80000000u;
+
+// The random word of the walk's next draw (see sample_nhop.h for the counter layout).
+template <typename Index>
+GALFAST_HD uint32_t walker_word(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
+  const bool first = w.draws == 0;
+  const int word = first ? w.hop % 4 : (w.draws - 1) % 4;
+  uint32_t* words = first ? w.first_words : w.redraw_words;
+  if (word == 0) {
+    const uint32_t c3 = first ? static_cast<uint32_t>(w.hop / 4)
+                              : kRedrawCounter | (static_cast<uint32_t>(w.hop) << 16) |
+                                    static_cast<uint32_t>((w.draws - 1) / 4);
+    const PhiloxBlock block =
+        philox4x32_10(static_cast<uint32_t>(w.walk), static_cast<uint32_t>(w.walk >> 32), w.attempt,
+                      c3, static_cast<uint32_t>(g.seed), static_cast<uint32_t>(g.seed >> 32));
+    for (int k = 0; k < 4; ++k) words[k] = block.v[k];
+  }
+  return words[word];
+}
+
 // Draws the next slot of the current row, or gives up the hop when no legal one is left.
 template <typename Index>
 GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
@@ -220,16 +243,9 @@ GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
     walker_stuck(w, g);
     return;
   }
-  if (w.draws % 4 == 0) {
-    const PhiloxBlock block =
-        philox4x32_10(static_cast<uint32_t>(w.walk), static_cast<uint32_t>(w.walk >> 32), w.attempt,
-                      (static_cast<uint32_t>(w.hop) << 16) | static_cast<uint32_t>(w.draws / 4),
-                      static_cast<uint32_t>(g.seed), static_cast<uint32_t>(g.seed >> 32));
-    for (int k = 0; k < 4; ++k) w.random[k] = block.v[k];
-  }
   const Index d = Index(w.draws);
   const uint32_t remaining = static_cast<uint32_t>(w.degree - d);
-  const Index k = d + Index(uniform_below(w.random[w.draws % 4], remaining));
+  const Index k = d + Index(uniform_below(walker_word(w, g), remaining));
   w.slot = w.row_begin + w.moved.take(d, k);
   w.phase = NhopWalker<Index>::kNeighbour;
 }

@@ -1,9 +1,11 @@
 // CPU (OpenMP) n-hop walks. Thread mapping: walks are cut into chunks of kChunk walks handed
 // out dynamically; a thread runs its chunk as a ring of kRing interleaved walkers (the step
 // interleaving of ThunderRW, VLDB'21): each visit advances one walker by one phase and
-// prefetches the memory its next phase reads, so several cache misses are in flight while the
-// thread works on the other walkers. A walk's result depends only on its own counter-based
-// draws, so neither the ring nor the thread count changes any output.
+// prefetches the memory its next phase reads, so up to kRing cache misses are in flight while
+// the thread works on the other walkers. When the row offsets are small enough to stay in
+// cache, a visit that moves a walker also reads its next row at once (one visit per hop).
+// A walk's result depends only on its own counter-based draws, so neither the ring nor the
+// thread count changes any output.
 #include <algorithm>
 #include <cstdint>
 
@@ -13,8 +15,13 @@
 namespace galfast {
 namespace {
 
-constexpr int kRing = 16;
+// Measured on MovieLens-1M-sized graphs (docs/bench_walk.md): 8 walkers leave latency
+// exposed, 32 hide it, 64 gain nothing more.
+constexpr int kRing = 32;
 constexpr int64_t kChunk = 1024;
+// Row offsets up to this size are read without a separate prefetched phase: cheaper on
+// graphs like MovieLens-1M (40 KB of offsets), slower on graphs whose offsets miss the cache.
+constexpr int64_t kCachedOffsetsBytes = 512 * 1024;
 
 inline void prefetch(const void* address) {
 #if defined(__GNUC__) || defined(__clang__)
@@ -26,7 +33,12 @@ template <typename Index>
 class WalkRing {
  public:
   WalkRing(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end)
-      : p_(p), g_(g), next_(begin), end_(end) {}
+      : p_(p),
+        g_(g),
+        next_(begin),
+        end_(end),
+        offsets_cached_((p.num_nodes + 1) * static_cast<int64_t>(sizeof(Index)) <=
+                        kCachedOffsetsBytes) {}
 
   void run() {
     int live = 0;
@@ -39,6 +51,7 @@ class WalkRing {
           walker_read_row(w, g_);
         } else {
           walker_offer(w, g_, g_.out_nbr[w.slot]);
+          if (offsets_cached_ && w.phase == NhopWalker<Index>::kRow) walker_read_row(w, g_);
         }
         if (w.phase == NhopWalker<Index>::kRow) {
           prefetch(g_.out_ptr + w.cur);
@@ -70,6 +83,7 @@ class WalkRing {
   const SampleNhopParams& p_;
   const WalkGraph<Index>& g_;
   int64_t next_, end_;
+  bool offsets_cached_;
   NhopWalker<Index> walkers_[kRing];
   int64_t index_[kRing];
 };

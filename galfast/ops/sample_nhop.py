@@ -19,10 +19,16 @@ _INDEX_INT32, _INDEX_INT64 = 0, 1
 _UINT32 = 2**32
 
 
-def _sorted_distinct_rows(owner: Tensor, other: Tensor, num_nodes: int) -> tuple[Tensor, Tensor]:
-    """CSR whose row u lists the distinct `other` ends of the edges owned by u, ascending."""
+def _sorted_distinct_rows(
+    ptr: Tensor, owner: Tensor, other: Tensor, num_nodes: int
+) -> tuple[Tensor, Tensor]:
+    """The CSR (ptr, other) of edges grouped by `owner`, with every row sorted and repeats
+    removed. Rows that a Graph built are already so: then this costs one comparison."""
     n = max(num_nodes, 1)
-    key = torch.unique(owner * n + other, sorted=True)
+    key = owner * n + other
+    if bool((key[1:] > key[:-1]).all()):
+        return ptr, other
+    key = torch.unique(key, sorted=True)
     counts = torch.bincount(key // n, minlength=num_nodes)
     ptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=key.device)
     ptr[1:] = torch.cumsum(counts, 0)
@@ -44,9 +50,11 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
             raise ValueError(
                 f"sample_nhop supports graphs with < 2^32 edges, got {graph.num_edges}"
             )
-        src, dst = graph.col, graph.row
-        out_ptr, out_nbr = _sorted_distinct_rows(src, dst, graph.num_nodes)
-        in_ptr, in_nbr = _sorted_distinct_rows(dst, src, graph.num_nodes)
+        colptr, targets, edge_id = graph.csc
+        out_ptr, out_nbr = _sorted_distinct_rows(
+            colptr, graph.col[edge_id], targets, graph.num_nodes
+        )
+        in_ptr, in_nbr = _sorted_distinct_rows(graph.rowptr, graph.row, graph.col, graph.num_nodes)
         undirected = torch.equal(out_ptr, in_ptr) and torch.equal(out_nbr, in_nbr)
         if graph.num_edges < 2**31 and graph.num_nodes < 2**31:
             out_ptr, out_nbr, in_ptr, in_nbr = (t.int() for t in (out_ptr, out_nbr, in_ptr, in_nbr))
@@ -199,8 +207,9 @@ def sample_nhop(
     distance check, about (average degree)^(hops - 2) row intersections per attempt.
 
     Randomness contract: draw :math:`d` of hop :math:`h` in attempt :math:`a` of walk
-    :math:`w = \mathrm{walk\_offset} + i` comes from Philox4x32-10 with key ``seed`` and counter
-    :math:`(w, a, h, \lfloor d/4 \rfloor)`. Hence walk :math:`i`'s result is a pure function of
+    :math:`w = \mathrm{walk\_offset} + i` is a word of the Philox4x32-10 block with key ``seed``
+    and a counter made of :math:`(w, a, h, d)` only (layout in ``csrc/walk/sample_nhop.h``).
+    Hence walk :math:`i`'s result is a pure function of
     ``(seed, walk_offset + i, starts[i], graph)``: identical on CPU and CUDA, for any thread
     count, batch size or chunking. Splitting a batch reproduces it when each piece passes
     ``walk_offset`` = its position in the whole batch; walks with the same start but different
