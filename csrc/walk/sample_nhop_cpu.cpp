@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/parallel.h"
 #include "walk/nhop_walker.h"
 #include "walk/sample_nhop.h"
 
@@ -19,6 +20,12 @@ namespace {
 // exposed, 32 hide it, 64 gain nothing more.
 constexpr int kRing = 32;
 constexpr int64_t kChunk = 1024;
+// A parallel region costs a thread wake-up: microseconds on an idle machine, a whole scheduler
+// time slice (milliseconds) on a busy one. Batches get one thread per this many walk-hops
+// (exact mode's distance check counts as kExactCheckHops hops), so the 6,040 walks of a
+// MovieLens-1M batch run on the calling thread alone in a fraction of a millisecond.
+constexpr int64_t kHopsPerThread = int64_t(1) << 16;
+constexpr int64_t kExactCheckHops = 64;
 // Row offsets up to this size are read without a separate prefetched phase: cheaper on
 // graphs like MovieLens-1M (40 KB of offsets), slower on graphs whose offsets miss the cache.
 constexpr int64_t kCachedOffsetsBytes = 512 * 1024;
@@ -66,18 +73,28 @@ class WalkRing {
   }
 
  private:
-  // Puts the chunk's next walk into ring slot r; returns 0 when the chunk has none left.
+  // Puts the chunk's next walk into ring slot r, reading its first row at once when the
+  // offsets are cached; returns 0 when the chunk has no walk left.
   int launch(int r) {
-    if (next_ == end_) {
-      walkers_[r].phase = NhopWalker<Index>::kDone;
-      return 0;
+    NhopWalker<Index>& w = walkers_[r];
+    while (next_ != end_) {
+      index_[r] = next_;
+      walker_start(w, p_.walk_offset + static_cast<uint64_t>(next_),
+                   static_cast<Index>(p_.starts[next_]));
+      ++next_;
+      if (offsets_cached_) walker_read_row(w, g_);
+      if (w.phase == NhopWalker<Index>::kRow) {
+        prefetch(g_.out_ptr + w.cur);
+        return 1;
+      }
+      if (w.phase == NhopWalker<Index>::kNeighbour) {
+        prefetch(g_.out_nbr + w.slot);
+        return 1;
+      }
+      walker_store(w, p_, index_[r]);  // no usable first step: failed at once
     }
-    index_[r] = next_;
-    walker_start(walkers_[r], p_.walk_offset + static_cast<uint64_t>(next_),
-                 static_cast<Index>(p_.starts[next_]));
-    prefetch(g_.out_ptr + walkers_[r].cur);
-    ++next_;
-    return 1;
+    w.phase = NhopWalker<Index>::kDone;
+    return 0;
   }
 
   const SampleNhopParams& p_;
@@ -88,11 +105,17 @@ class WalkRing {
   int64_t index_[kRing];
 };
 
+int threads_for(const SampleNhopParams& p) {
+  const int64_t per_walk = p.hops + (p.mode == WalkMode::kExact ? kExactCheckHops : 0);
+  const int64_t wanted = p.num_walks * per_walk / kHopsPerThread + 1;
+  return static_cast<int>(std::min<int64_t>(wanted, max_threads()));
+}
+
 template <typename Index>
 void sample_nhop_typed(const SampleNhopParams& p) {
   const WalkGraph<Index> g = walk_graph<Index>(p);
   const int64_t num_chunks = (p.num_walks + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads_for(p)) schedule(dynamic, 1)
   for (int64_t c = 0; c < num_chunks; ++c) {
     WalkRing<Index>(p, g, c * kChunk, std::min(p.num_walks, (c + 1) * kChunk)).run();
   }
