@@ -35,6 +35,10 @@ GRAPHS = {
     "undirected": lambda: make_graph(random_edges(40, 90, 1), 40, symmetrize=True),
     "directed": lambda: make_graph(random_edges(40, 120, 2), 40),
     "dense": lambda: make_graph(random_edges(12, 70, 3), 12, symmetrize=True),
+    # users 0..19 rating items 20..34, like MovieLens: rows of disjoint id ranges
+    "bipartite": lambda: make_graph(
+        [(u, 20 + i) for u, i in random_edges(20, 80, 4) if i < 15], 35, symmetrize=True
+    ),
     # a hub joined to 300 leaves, the leaves in a ring: rows of very different lengths
     "hub": lambda: make_graph(
         [(0, v) for v in range(1, 301)] + [(v, v % 300 + 1) for v in range(1, 301)],

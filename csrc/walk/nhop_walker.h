@@ -114,10 +114,13 @@ GALFAST_HD Index lower_bound(const Index* a, Index lo, Index hi, Index x) {
   return lo;
 }
 
-// Whether two sorted rows share a value: each value of the shorter row is searched in the
-// longer one from where the previous search stopped, O(min * log max).
+// Whether two sorted rows share a value. Only the overlap of their value ranges can hold one
+// (an O(1) answer for rows of disjoint id ranges, e.g. users against movies); inside it, each
+// value of the shorter row is searched in the longer one from where the previous search
+// stopped, O(min * log max).
 template <typename Index>
 GALFAST_HD bool sorted_rows_intersect(const Index* a, Index na, const Index* b, Index nb) {
+  if (na == 0 || nb == 0 || a[na - 1] < b[0] || b[nb - 1] < a[0]) return false;
   if (na > nb) {
     const Index* t = a;
     a = b;
@@ -127,9 +130,9 @@ GALFAST_HD bool sorted_rows_intersect(const Index* a, Index na, const Index* b, 
     nb = n;
   }
   Index pos = 0;
-  for (Index k = 0; k < na && pos < nb; ++k) {
+  for (Index k = lower_bound(a, Index(0), na, b[0]); k < na && a[k] <= b[nb - 1]; ++k) {
     pos = lower_bound(b, pos, nb, a[k]);
-    if (pos < nb && b[pos] == a[k]) return true;
+    if (b[pos] == a[k]) return true;
   }
   return false;
 }

@@ -7,6 +7,7 @@
 // A walk's result depends only on its own counter-based draws, so neither the ring nor the
 // thread count changes any output.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "common/parallel.h"
@@ -21,11 +22,10 @@ namespace {
 constexpr int kRing = 32;
 constexpr int64_t kChunk = 1024;
 // A parallel region costs a thread wake-up: microseconds on an idle machine, a whole scheduler
-// time slice (milliseconds) on a busy one. Batches get one thread per this many walk-hops
-// (exact mode's distance check counts as kExactCheckHops hops), so the 6,040 walks of a
-// MovieLens-1M batch run on the calling thread alone in a fraction of a millisecond.
-constexpr int64_t kHopsPerThread = int64_t(1) << 16;
-constexpr int64_t kExactCheckHops = 64;
+// time slice (milliseconds) on a busy one. A batch gets one thread per this much work, counted
+// in hops, so the 6,040 walks of a MovieLens-1M batch run on the calling thread alone in a
+// fraction of a millisecond.
+constexpr double kHopsPerThread = 65536;
 // Row offsets up to this size are read without a separate prefetched phase: cheaper on
 // graphs like MovieLens-1M (40 KB of offsets), slower on graphs whose offsets miss the cache.
 constexpr int64_t kCachedOffsetsBytes = 512 * 1024;
@@ -105,17 +105,26 @@ class WalkRing {
   int64_t index_[kRing];
 };
 
-int threads_for(const SampleNhopParams& p) {
-  const int64_t per_walk = p.hops + (p.mode == WalkMode::kExact ? kExactCheckHops : 0);
-  const int64_t wanted = p.num_walks * per_walk / kHopsPerThread + 1;
-  return static_cast<int>(std::min<int64_t>(wanted, max_threads()));
+// Estimated work of one walk, in hops. Exact mode adds its distance check: for hops >= 3 it
+// searches about (average degree)^(hops - 2) rows.
+template <typename Index>
+double walk_cost(const SampleNhopParams& p, const WalkGraph<Index>& g) {
+  if (p.mode != WalkMode::kExact || p.hops < 3 || p.num_nodes == 0) return p.hops;
+  const double average_degree = static_cast<double>(g.out_ptr[p.num_nodes]) / p.num_nodes;
+  return p.hops + std::pow(std::max(average_degree, 1.0), p.hops - 2);
+}
+
+template <typename Index>
+int threads_for(const SampleNhopParams& p, const WalkGraph<Index>& g) {
+  const double wanted = 1 + static_cast<double>(p.num_walks) * walk_cost(p, g) / kHopsPerThread;
+  return static_cast<int>(std::min<double>(wanted, max_threads()));
 }
 
 template <typename Index>
 void sample_nhop_typed(const SampleNhopParams& p) {
   const WalkGraph<Index> g = walk_graph<Index>(p);
   const int64_t num_chunks = (p.num_walks + kChunk - 1) / kChunk;
-#pragma omp parallel for num_threads(threads_for(p)) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(threads_for(p, g)) schedule(dynamic, 1)
   for (int64_t c = 0; c < num_chunks; ++c) {
     WalkRing<Index>(p, g, c * kChunk, std::min(p.num_walks, (c + 1) * kChunk)).run();
   }
