@@ -35,7 +35,8 @@ def philox_uniform(seed: int, walk: int, attempt: int, hop: int, draw: int, n: i
     """The kernel's draw: an integer in [0, n) for draw `draw` of hop `hop` (counter layout in
     csrc/walk/sample_nhop.h)."""
     if draw == 0:
-        counter, word = (walk & MASK32, walk >> 32, attempt, hop // 4), hop % 4
+        group = walk // 4
+        counter, word = (group & MASK32, group >> 32, attempt, hop), walk % 4
     else:
         redraw = (1 << 31) | (hop << 16) | ((draw - 1) // 4)
         counter, word = (walk & MASK32, walk >> 32, attempt, redraw), (draw - 1) % 4

@@ -31,9 +31,10 @@ def test_philox_matches_random123(counter, key, expected):
 def test_uniform_draw_uses_the_documented_counter_layout():
     seed, walk = 0x0123456789ABCDEF, (7 << 32) | 5
     key = (0x89ABCDEF, 0x01234567)
-    # the first draw of hop 6 in attempt 3: word 6 % 4 = 2 of the block for hops 4..7
-    block = philox4x32_10((5, 7, 3, 1), key)
-    assert philox_uniform(seed, walk, 3, 6, 0, 1000) == (block[2] * 1000) >> 32
+    # the first draw of hop 6 in attempt 3: word walk % 4 = 1 of the block of walks
+    # 4 * (walk // 4) .. + 3, whose counter starts with walk // 4 = (7 << 30) | 1
+    block = philox4x32_10((1 | (3 << 30), 1, 3, 6), key)
+    assert philox_uniform(seed, walk, 3, 6, 0, 1000) == (block[1] * 1000) >> 32
     # redraw 6 of hop 2: word (6 - 1) % 4 = 1 of the hop's redraw block (6 - 1) // 4 = 1
     block = philox4x32_10((5, 7, 3, (1 << 31) | (2 << 16) | 1), key)
     assert philox_uniform(seed, walk, 3, 2, 6, 1000) == (block[1] * 1000) >> 32

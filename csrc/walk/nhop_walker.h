@@ -92,7 +92,6 @@ struct NhopWalker {
   int draws;   // candidates drawn at this hop
   uint32_t attempt;
   Phase phase;
-  uint32_t first_words[4];   // Philox block of the first draws of hops 4k .. 4k + 3
   uint32_t redraw_words[4];  // Philox block of redraws 4k + 1 .. 4k + 4 of this hop
   Index path[kMaxHops + 1];  // path[0] = start, path[h] = node reached by hop h
   SwapMap<Index> moved;
@@ -213,31 +212,45 @@ GALFAST_HD bool walker_blocks(const NhopWalker<Index>& w, const WalkGraph<Index>
   return false;
 }
 
-// Draws a hop makes after its first (rare: only when the first lands on the path) take
-// their words from blocks whose last counter word has this bit set.
+// The Philox block of the first draws of hop `hop` in attempt `attempt` of the four walks
+// 4 * group .. 4 * group + 3 (walk w takes word w % 4; see sample_nhop.h).
+GALFAST_HD PhiloxBlock first_draw_block(uint64_t group, uint32_t attempt, int hop, uint64_t seed) {
+  return philox4x32_10(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32), attempt,
+                       static_cast<uint32_t>(hop), static_cast<uint32_t>(seed),
+                       static_cast<uint32_t>(seed >> 32));
+}
+
+// First-draw words computed afresh at every request (CUDA: one thread per walk). The CPU
+// kernel passes instead a cache of the blocks its interleaved walkers share.
+struct FreshBlocks {
+  GALFAST_HD uint32_t first_word(uint64_t walk, uint32_t attempt, int hop, uint64_t seed) {
+    return first_draw_block(walk / 4, attempt, hop, seed).v[walk % 4];
+  }
+};
+
+// Draws a hop makes after its first (rare: only when the first lands on the path) take their
+// words from per-walk blocks whose last counter word has this bit set.
 constexpr uint32_t kRedrawCounter = 0x80000000u;
 
-// The random word of the walk's next draw (see sample_nhop.h for the counter layout).
-template <typename Index>
-GALFAST_HD uint32_t walker_word(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
-  const bool first = w.draws == 0;
-  const int word = first ? w.hop % 4 : (w.draws - 1) % 4;
-  uint32_t* words = first ? w.first_words : w.redraw_words;
+// The random word of the walk's next draw.
+template <typename Index, typename Blocks>
+GALFAST_HD uint32_t walker_word(NhopWalker<Index>& w, const WalkGraph<Index>& g, Blocks& blocks) {
+  if (w.draws == 0) return blocks.first_word(w.walk, w.attempt, w.hop, g.seed);
+  const int word = (w.draws - 1) % 4;
   if (word == 0) {
-    const uint32_t c3 = first ? static_cast<uint32_t>(w.hop / 4)
-                              : kRedrawCounter | (static_cast<uint32_t>(w.hop) << 16) |
-                                    static_cast<uint32_t>((w.draws - 1) / 4);
+    const uint32_t c3 = kRedrawCounter | (static_cast<uint32_t>(w.hop) << 16) |
+                        static_cast<uint32_t>((w.draws - 1) / 4);
     const PhiloxBlock block =
         philox4x32_10(static_cast<uint32_t>(w.walk), static_cast<uint32_t>(w.walk >> 32), w.attempt,
                       c3, static_cast<uint32_t>(g.seed), static_cast<uint32_t>(g.seed >> 32));
-    for (int k = 0; k < 4; ++k) words[k] = block.v[k];
+    for (int k = 0; k < 4; ++k) w.redraw_words[k] = block.v[k];
   }
-  return words[word];
+  return w.redraw_words[word];
 }
 
 // Draws the next slot of the current row, or gives up the hop when no legal one is left.
-template <typename Index>
-GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
+template <typename Index, typename Blocks>
+GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g, Blocks& blocks) {
   // A row holds distinct nodes, so at most `blocked` draws are rejected and draw blocked + 1
   // is always taken: the loop is O(hops) per hop even on a hub, and the swap map stays small.
   const Index blocked = Index(w.hop + 1 - first_blocked(g.mode));
@@ -248,7 +261,7 @@ GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
   }
   const Index d = Index(w.draws);
   const uint32_t remaining = static_cast<uint32_t>(w.degree - d);
-  const Index k = d + Index(uniform_below(walker_word(w, g), remaining));
+  const Index k = d + Index(uniform_below(walker_word(w, g, blocks), remaining));
   w.slot = w.row_begin + w.moved.take(d, k);
   w.phase = NhopWalker<Index>::kNeighbour;
 }
@@ -263,22 +276,23 @@ GALFAST_HD void walker_start(NhopWalker<Index>& w, uint64_t walk, Index start) {
 }
 
 // kRow: reads the current node's out-row and draws its first candidate.
-template <typename Index>
-GALFAST_HD void walker_read_row(NhopWalker<Index>& w, const WalkGraph<Index>& g) {
+template <typename Index, typename Blocks>
+GALFAST_HD void walker_read_row(NhopWalker<Index>& w, const WalkGraph<Index>& g, Blocks& blocks) {
   w.row_begin = g.out_ptr[w.cur];
   w.degree = g.out_ptr[w.cur + 1] - w.row_begin;
   w.draws = 0;
   w.moved.size = 0;
-  walker_draw(w, g);
+  walker_draw(w, g, blocks);
 }
 
 // kNeighbour: offers `node`, read from the drawn slot: moves there, or draws again when it is
 // on the path. After the last hop, exact mode checks the end's distance.
-template <typename Index>
-GALFAST_HD void walker_offer(NhopWalker<Index>& w, const WalkGraph<Index>& g, Index node) {
+template <typename Index, typename Blocks>
+GALFAST_HD void walker_offer(NhopWalker<Index>& w, const WalkGraph<Index>& g, Index node,
+                             Blocks& blocks) {
   if (walker_blocks(w, g, node)) {
     ++w.draws;
-    walker_draw(w, g);
+    walker_draw(w, g, blocks);
     return;
   }
   w.path[++w.hop] = node;

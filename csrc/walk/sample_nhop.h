@@ -16,12 +16,13 @@
 //
 // Randomness: with key = (seed mod 2^32, seed / 2^32) and walk w = walk_offset + i, draw d of
 // hop h in attempt a takes one 32-bit word of philox4x32_10(counter, key):
-//   d = 0 (the first draw of a hop):  word h % 4 of counter (w mod 2^32, w / 2^32, a, h / 4);
+//   d = 0 (the first draw of a hop):  word w % 4 of counter (g mod 2^32, g / 2^32, a, h) with
+//                                     g = w / 4 (four walks share a block);
 //   d >= 1 (redraws, rare):           word (d - 1) % 4 of counter
 //                                     (w mod 2^32, w / 2^32, a, 2^31 + h * 2^16 + (d - 1) / 4),
-// mapped to [0, n) by uniform_below. One Philox block thus serves the first draws of four hops.
-// So end[i] and paths[i] are a pure function of (seed, walk_offset + i, starts[i], graph):
-// identical on CPU and CUDA, for any thread count, batch size or chunking.
+// mapped to [0, n) by uniform_below. So end[i] and paths[i] are a pure function of
+// (seed, walk_offset + i, starts[i], graph): identical on CPU and CUDA, for any thread count,
+// batch size or chunking.
 //
 // Preconditions (the Python layer guarantees them): every row of out_nbr and in_nbr is sorted
 // ascending without repeats, the adjacency has fewer than 2^32 edges, starts lie in

@@ -18,12 +18,13 @@ __global__ void sample_nhop_kernel(SampleNhopParams p, WalkGraph<Index> g) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= p.num_walks) return;
   NhopWalker<Index> w;
+  FreshBlocks blocks;
   walker_start(w, p.walk_offset + static_cast<uint64_t>(i), static_cast<Index>(p.starts[i]));
   while (w.phase != NhopWalker<Index>::kDone) {
     if (w.phase == NhopWalker<Index>::kRow) {
-      walker_read_row(w, g);
+      walker_read_row(w, g, blocks);
     } else {
-      walker_offer(w, g, g.out_nbr[w.slot]);
+      walker_offer(w, g, g.out_nbr[w.slot], blocks);
     }
   }
   walker_store(w, p, i);
