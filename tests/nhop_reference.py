@@ -43,14 +43,12 @@ def philox_uniform(seed: int, walk: int, attempt: int, hop: int, draw: int, n: i
     return (philox4x32_10(counter, (seed & MASK32, seed >> 32))[word] * n) >> 32
 
 
-def adjacency(edges: list[tuple[int, int]], num_nodes: int) -> tuple[list, list]:
-    """(out_rows, in_rows): sorted lists of distinct out- and in-neighbours per node."""
+def adjacency(edges: list[tuple[int, int]], num_nodes: int) -> list[list[int]]:
+    """Sorted lists of the distinct out-neighbours of every node."""
     out_sets = [set() for _ in range(num_nodes)]
-    in_sets = [set() for _ in range(num_nodes)]
     for src, dst in edges:
         out_sets[src].add(dst)
-        in_sets[dst].add(src)
-    return [sorted(s) for s in out_sets], [sorted(s) for s in in_sets]
+    return [sorted(s) for s in out_sets]
 
 
 def bfs_distance(out_rows: list, source: int, target: int) -> Optional[int]:

@@ -19,11 +19,11 @@ SEED = 0x5EED_1234_ABCD
 
 
 def make_graph(edges, num_nodes, *, symmetrize=False):
-    """(Graph, out_rows, in_rows) for an edge list of (source, target) pairs."""
+    """(Graph, out_rows) for an edge list of (source, target) pairs."""
     index = torch.tensor(edges, dtype=torch.long).reshape(-1, 2).t()
     graph = Graph.from_edge_index(index, num_nodes, symmetrize=symmetrize)
     pairs = list(edges) + ([(t, s) for s, t in edges] if symmetrize else [])
-    return (graph, *adjacency(pairs, num_nodes))
+    return graph, adjacency(pairs, num_nodes)
 
 
 def random_edges(num_nodes, num_edges, seed):
@@ -59,7 +59,7 @@ def all_starts(num_nodes, repeats, seed=0):
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_matches_reference_bit_for_bit(name, mode, hops):
-    graph, out_rows, _ = GRAPHS[name]()
+    graph, out_rows = GRAPHS[name]()
     starts = all_starts(graph.num_nodes, 2 if graph.num_nodes > 100 else 6)
     end, paths = sample_nhop(
         graph, torch.tensor(starts), hops, seed=SEED, mode=mode, max_retries=3, return_paths=True
@@ -70,8 +70,8 @@ def test_matches_reference_bit_for_bit(name, mode, hops):
 
 
 class SortedRows:
-    """Distinct out-neighbours of each node, sorted, from numpy edge arrays (rows are built on
-    first use: a reference walk touches few of a large graph's nodes)."""
+    """Distinct out-neighbours of each node, sorted, from numpy edge arrays; a row is sliced
+    out when asked for (a reference walk touches few of a large graph's nodes)."""
 
     def __init__(self, src, dst, num_nodes):
         key = np.unique(src * num_nodes + dst)
@@ -119,7 +119,7 @@ def check_walk(out_rows, start, hops, mode, end, path):
 @pytest.mark.parametrize("mode", ["paper", "simple"])
 @pytest.mark.parametrize("name", ["undirected", "directed", "hub"])
 def test_every_walk_is_valid(name, mode):
-    graph, out_rows, _ = GRAPHS[name]()
+    graph, out_rows = GRAPHS[name]()
     starts = all_starts(graph.num_nodes, 25)
     hops = 4
     end, paths = sample_nhop(
@@ -137,7 +137,7 @@ def test_every_walk_is_valid(name, mode):
 @pytest.mark.parametrize("hops", [1, 2, 3, 4])
 @pytest.mark.parametrize("name", ["undirected", "directed", "dense"])
 def test_exact_mode_ends_at_exact_distance(name, hops):
-    graph, out_rows, _ = GRAPHS[name]()
+    graph, out_rows = GRAPHS[name]()
     starts = all_starts(graph.num_nodes, 10)
     end, paths = sample_nhop(
         graph, torch.tensor(starts), hops, seed=SEED, mode="exact", return_paths=True
@@ -159,7 +159,7 @@ def test_exact_mode_ends_at_exact_distance(name, hops):
 @pytest.mark.parametrize("hops", [2, 3, 4])
 def test_exact_mode_fails_everywhere_without_a_node_at_that_distance(hops):
     # every node of K_6 is at distance 1 from every other; hops - 1 more hops cannot go farther
-    graph, _, _ = make_graph([(u, v) for u in range(6) for v in range(6) if u != v], 6)
+    graph, _ = make_graph([(u, v) for u in range(6) for v in range(6) if u != v], 6)
     starts = torch.arange(6).repeat(20)
     end, paths = sample_nhop(
         graph, starts, hops, seed=SEED, mode="exact", max_retries=5, return_paths=True
@@ -171,7 +171,7 @@ def test_exact_mode_fails_everywhere_without_a_node_at_that_distance(hops):
 
 
 def test_exact_mode_on_a_path_reaches_the_far_end():
-    graph, _, _ = make_graph([(v, v + 1) for v in range(5)], 6, symmetrize=True)
+    graph, _ = make_graph([(v, v + 1) for v in range(5)], 6, symmetrize=True)
     end = sample_nhop(graph, torch.zeros(50, dtype=torch.long), 4, seed=SEED, mode="exact")
     assert (end == 4).all()
 
@@ -179,7 +179,7 @@ def test_exact_mode_on_a_path_reaches_the_far_end():
 def test_exact_mode_retries_draw_fresh_randomness():
     # From 0: 0-1-2 reaches distance 2, 0-3-... is a dead end; a walk that is stuck at 3 is
     # retried and eventually takes 1. Without retries about half the walks fail.
-    graph, _, _ = make_graph([(0, 1), (1, 2), (0, 3)], 4, symmetrize=True)
+    graph, _ = make_graph([(0, 1), (1, 2), (0, 3)], 4, symmetrize=True)
     starts = torch.zeros(400, dtype=torch.long)
     once = sample_nhop(graph, starts, 2, seed=SEED, mode="exact", max_retries=0)
     retried = sample_nhop(graph, starts, 2, seed=SEED, mode="exact", max_retries=16)
@@ -188,7 +188,7 @@ def test_exact_mode_retries_draw_fresh_randomness():
 
 
 def test_same_seed_same_result_across_runs_and_thread_counts():
-    graph, _, _ = GRAPHS["undirected"]()
+    graph, _ = GRAPHS["undirected"]()
     # 60,000 walks: enough work for the CPU kernel to use every thread it is given
     starts = torch.randint(0, graph.num_nodes, (60000,), generator=torch.Generator().manual_seed(0))
     previous = torch.get_num_threads()
@@ -207,7 +207,7 @@ def test_same_seed_same_result_across_runs_and_thread_counts():
 
 
 def test_batch_splits_reproduce_the_whole_batch():
-    graph, _, _ = GRAPHS["undirected"]()
+    graph, _ = GRAPHS["undirected"]()
     starts = torch.tensor(all_starts(graph.num_nodes, 50))
     whole = sample_nhop(graph, starts, 3, seed=SEED)
     pieces = [
@@ -219,7 +219,7 @@ def test_batch_splits_reproduce_the_whole_batch():
 
 
 def test_different_seeds_and_walk_numbers_differ():
-    graph, _, _ = GRAPHS["undirected"]()
+    graph, _ = GRAPHS["undirected"]()
     starts = torch.full((500,), 3, dtype=torch.long)
     a = sample_nhop(graph, starts, 2, seed=1)
     b = sample_nhop(graph, starts, 2, seed=2)
@@ -229,7 +229,7 @@ def test_different_seeds_and_walk_numbers_differ():
 
 
 def test_index_width_does_not_change_results():
-    graph, _, _ = GRAPHS["directed"]()
+    graph, _ = GRAPHS["directed"]()
     starts = torch.tensor(all_starts(graph.num_nodes, 10))
     adjacency32 = walk_adjacency(graph)
     assert adjacency32[1].dtype == torch.int32
@@ -261,7 +261,7 @@ def test_empty_graph_and_empty_batch():
 
 @pytest.mark.parametrize("mode", list(MODES))
 def test_isolated_starts_fail_at_once(mode):
-    graph, _, _ = make_graph([(0, 1), (1, 2)], 5, symmetrize=True)  # 3 and 4 are isolated
+    graph, _ = make_graph([(0, 1), (1, 2)], 5, symmetrize=True)  # 3 and 4 are isolated
     end, paths = sample_nhop(
         graph, torch.tensor([3, 4, 3]), 2, seed=0, mode=mode, return_paths=True
     )
@@ -270,7 +270,7 @@ def test_isolated_starts_fail_at_once(mode):
 
 
 def test_self_loops_are_edges_in_paper_mode_only():
-    graph, _, _ = make_graph([(0, 0), (0, 1)], 2)  # 0 has a loop and an edge to 1
+    graph, _ = make_graph([(0, 0), (0, 1)], 2)  # 0 has a loop and an edge to 1
     starts = torch.zeros(400, dtype=torch.long)
     paper = sample_nhop(graph, starts, 1, seed=SEED, mode="paper")
     simple = sample_nhop(graph, starts, 1, seed=SEED, mode="simple")
@@ -297,7 +297,7 @@ def test_duplicate_and_parallel_typed_edges_count_once():
 
 def test_a_hub_spreads_walks_over_all_its_leaves():
     leaves = 2000
-    graph, _, _ = make_graph([(0, v) for v in range(1, leaves + 1)], leaves + 1, symmetrize=True)
+    graph, _ = make_graph([(0, v) for v in range(1, leaves + 1)], leaves + 1, symmetrize=True)
     starts = torch.full((20000,), 5, dtype=torch.long)
     paper = sample_nhop(graph, starts, 2, seed=SEED, mode="paper")
     simple = sample_nhop(graph, starts, 2, seed=SEED, mode="simple")
@@ -307,7 +307,7 @@ def test_a_hub_spreads_walks_over_all_its_leaves():
 
 
 def test_directed_walks_follow_out_edges():
-    graph, _, _ = make_graph([(0, 1), (1, 2), (2, 3), (4, 3)], 5)  # 0 -> 1 -> 2 -> 3 <- 4
+    graph, _ = make_graph([(0, 1), (1, 2), (2, 3), (4, 3)], 5)  # 0 -> 1 -> 2 -> 3 <- 4
     end = sample_nhop(graph, torch.tensor([0, 1, 3, 4]), 1, seed=0)
     assert end.tolist() == [1, 2, -1, 3]
     assert sample_nhop(graph, torch.tensor([0]), 3, seed=0, mode="exact").tolist() == [3]
@@ -317,7 +317,7 @@ def test_directed_walks_follow_out_edges():
 
 
 def test_opcheck():
-    graph, _, _ = GRAPHS["directed"]()
+    graph, _ = GRAPHS["directed"]()
     from galfast.ops.sample_nhop import _sample_nhop_op
 
     starts = torch.tensor(all_starts(graph.num_nodes, 2))
@@ -327,7 +327,7 @@ def test_opcheck():
 
 
 def test_int32_starts_are_accepted():
-    graph, _, _ = GRAPHS["undirected"]()
+    graph, _ = GRAPHS["undirected"]()
     starts = torch.tensor(all_starts(graph.num_nodes, 3))
     assert torch.equal(
         sample_nhop(graph, starts.int(), 2, seed=3), sample_nhop(graph, starts, 2, seed=3)
@@ -355,7 +355,7 @@ def test_int32_starts_are_accepted():
     ],
 )
 def test_bad_input_raises_value_error(kwargs, match):
-    graph, _, _ = make_graph([(0, 1), (1, 2)], 12, symmetrize=True)
+    graph, _ = make_graph([(0, 1), (1, 2)], 12, symmetrize=True)
     args = {"graph": graph, "starts": torch.tensor([0, 1]), "hops": 2, "seed": 0}
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
@@ -363,7 +363,7 @@ def test_bad_input_raises_value_error(kwargs, match):
 
 
 def test_native_launcher_rejects_out_of_range_starts():
-    graph, _, _ = make_graph([(0, 1)], 2)
+    graph, _ = make_graph([(0, 1)], 2)
     starts, end = torch.tensor([0, 2]), torch.empty(2, dtype=torch.long)
     p = _C.SampleNhopParams()
     adj = walk_adjacency(graph)
@@ -385,7 +385,7 @@ def test_native_launcher_rejects_out_of_range_starts():
 @pytest.mark.parametrize("mode", list(MODES))
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_cuda_matches_cpu(name, mode, hops):
-    graph, _, _ = GRAPHS[name]()
+    graph, _ = GRAPHS[name]()
     starts = torch.tensor(all_starts(graph.num_nodes, 30))
     cpu = sample_nhop(graph, starts, hops, seed=SEED, mode=mode, return_paths=True, walk_offset=5)
     cuda = sample_nhop(
@@ -403,7 +403,7 @@ def test_cuda_matches_cpu(name, mode, hops):
 
 @pytest.mark.cuda
 def test_cuda_awkward_graphs_and_bad_input():
-    graph, _, _ = make_graph([(0, 0), (0, 1)], 4)
+    graph, _ = make_graph([(0, 0), (0, 1)], 4)
     cuda = graph.to("cuda")
     starts = torch.tensor([0, 1, 2, 3, 0], device="cuda")
     for mode in MODES:

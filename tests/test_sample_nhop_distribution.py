@@ -21,7 +21,7 @@ WALKS = 20000
 # get stuck; nodes lie at distances 1 to 4 from node 0.
 EDGES = [(v, (v + 1) % 8) for v in range(8)] + [(1, 3), (4, 6), (2, 8)]
 NUM_NODES = 9
-OUT_ROWS, _ = adjacency(EDGES + [(t, s) for s, t in EDGES], NUM_NODES)
+OUT_ROWS = adjacency(EDGES + [(t, s) for s, t in EDGES], NUM_NODES)
 CASES = [(0, 3), (8, 2), (2, 4)]  # (start, hops)
 
 
