@@ -8,7 +8,6 @@ import torch
 from gal_fixtures import MeanEncoder, planted_graph
 from torch import nn
 
-import galfast
 from galfast import GALTrainer, Graph, SensitiveAttribute
 from galfast.models import AttackerMLP
 from galfast.train import (
@@ -22,11 +21,6 @@ from galfast.train import (
     NodeHead,
     classification_loss,
     regression_loss,
-)
-
-needs_sampler = pytest.mark.skipif(
-    not hasattr(galfast.ops, "sample_nhop"),
-    reason="galfast.ops.sample_nhop is not built in this tree",
 )
 
 
@@ -222,7 +216,6 @@ def test_several_attributes_of_every_kind_with_one_adversary_each(data):
     assert history[-1]["pairs/a"] == 16 and history[-1]["pair_failures/a"] == 0
 
 
-@needs_sampler
 def test_neighbor_pairing_counts_failed_walks(data):
     edges = data.graph.edge_index()
     isolated = Graph.from_edge_index(edges, data.graph.num_nodes + 5)

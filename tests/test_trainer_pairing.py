@@ -3,14 +3,8 @@
 import pytest
 import torch
 
-import galfast
 from galfast import Graph
 from galfast.train import Pairing, pair_nodes, parse_pairing
-
-needs_sampler = pytest.mark.skipif(
-    not hasattr(galfast.ops, "sample_nhop"),
-    reason="galfast.ops.sample_nhop is not built in this tree",
-)
 
 
 @pytest.mark.parametrize(
@@ -61,7 +55,6 @@ def test_node_pairing_is_the_identity():
     assert paired.failures == 0
 
 
-@needs_sampler
 def test_neighbor_pairing_reads_a_neighbour_and_drops_isolated_nodes():
     # 0 - 1 - 2 path, 3 isolated.
     graph = Graph.from_edge_index(torch.tensor([[0, 1], [1, 2]]), 4, symmetrize=True)
@@ -76,7 +69,6 @@ def test_neighbor_pairing_reads_a_neighbour_and_drops_isolated_nodes():
     assert torch.equal(again.partners, paired.partners)
 
 
-@needs_sampler
 def test_nhop_pairing_ends_within_n_hops():
     # A path 0-1-2-3-4-5: a 2-hop walk from v ends at distance 1 or 2 (paper mode).
     src = torch.arange(5)
