@@ -1,5 +1,6 @@
 """galfast's compiled operators, registered as torch.library custom ops."""
 
 from galfast.ops.aggregate import aggregate
+from galfast.ops.gat_aggregate import gat_aggregate
 
-__all__ = ["aggregate"]
+__all__ = ["aggregate", "gat_aggregate"]
