@@ -35,11 +35,13 @@ void require(bool ok, const std::string& what) {
 
 void check(const AggregateParams& p) {
   require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0, "aggregate: negative size");
-  require(p.rowptr && (p.num_rows == 0 || p.col), "aggregate: rowptr/col not set");
-  require(p.x || p.num_cols == 0 || p.num_features == 0, "aggregate: x not set");
-  require(p.out || p.num_rows == 0 || p.num_features == 0, "aggregate: out not set");
-  require(p.mode != AggMode::kMax || p.arg || p.num_rows == 0, "aggregate: max needs arg");
-  require(p.mode != AggMode::kMaskedSum || p.mask_arg || p.num_cols == 0,
+  require(p.rowptr, "aggregate: rowptr not set");
+  const bool has_x = p.num_cols > 0 && p.num_features > 0;
+  const bool has_out = p.num_rows > 0 && p.num_features > 0;
+  require(p.x || !has_x, "aggregate: x not set");
+  require(p.out || !has_out, "aggregate: out not set");
+  require(p.mode != AggMode::kMax || p.arg || !has_out, "aggregate: max needs arg");
+  require(p.mode != AggMode::kMaskedSum || p.mask_arg || !has_x,
           "aggregate: masked sum needs mask_arg");
 }
 
