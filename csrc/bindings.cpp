@@ -48,7 +48,8 @@ void check(const AggregateParams& p) {
 void check(const EdgeGradParams& p) {
   require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0 && p.num_edges >= 0,
           "edge_grad: negative size");
-  require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)), "edge_grad: pointers not set");
+  require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)),
+          "edge_grad: pointers not set");
 }
 
 // ---------------------------------------------------------------- fused GAT (csrc/gat)
@@ -62,20 +63,23 @@ void check_gat_sizes(int64_t num_rows, int64_t num_cols, int64_t heads, int64_t 
 
 void check(const GatParams& p) {
   check_gat_sizes(p.num_rows, p.num_cols, p.heads, p.features, p.negative_slope, p.dropout);
-  require(p.rowptr && (p.num_rows == 0 || p.col), "gat_aggregate: rowptr/col not set");
-  require(p.num_rows * p.heads == 0 || (p.alpha_dst && p.lse), "gat_aggregate: outputs not set");
-  require(p.num_cols * p.heads == 0 || (p.h && p.alpha_src), "gat_aggregate: inputs not set");
-  require(p.out || p.num_rows * p.heads * p.features == 0, "gat_aggregate: out not set");
+  const bool rows = p.num_rows * p.heads > 0, cols = p.num_cols * p.heads > 0;
+  require(p.rowptr, "gat_aggregate: rowptr not set");
+  require(!rows || (p.alpha_dst && p.lse), "gat_aggregate: alpha_dst/lse not set");
+  require(!cols || p.alpha_src, "gat_aggregate: alpha_src not set");
+  require(p.features == 0 || ((!rows || p.out) && (!cols || p.h)), "gat_aggregate: h/out not set");
 }
 
 void check(const GatBackwardParams& p) {
   check_gat_sizes(p.num_rows, p.num_cols, p.heads, p.features, p.negative_slope, p.dropout);
+  const bool rows = p.num_rows * p.heads > 0, cols = p.num_cols * p.heads > 0;
   require(p.rowptr && p.colptr, "gat_aggregate backward: rowptr/colptr not set");
-  require(p.num_rows * p.heads == 0 ||
-              (p.alpha_dst && p.lse && p.delta && p.grad_alpha_dst && p.grad_out && p.out),
+  require(!rows || (p.alpha_dst && p.lse && p.delta && p.grad_alpha_dst),
           "gat_aggregate backward: row buffers not set");
-  require(p.num_cols * p.heads == 0 || (p.h && p.alpha_src && p.grad_h && p.grad_alpha_src),
+  require(!cols || (p.alpha_src && p.grad_alpha_src),
           "gat_aggregate backward: source buffers not set");
+  require(p.features == 0 || ((!rows || (p.out && p.grad_out)) && (!cols || (p.h && p.grad_h))),
+          "gat_aggregate backward: feature buffers not set");
 }
 
 template <typename Params>

@@ -59,10 +59,10 @@ def carry_weights(
     """Weights of a derived graph: ``edge_weight[source[e]]`` (1 when unweighted), and `fill`
     where ``source[e] == -1`` (an added self loop)."""
     if edge_weight is None:
-        carried = torch.ones(source.numel(), dtype=dtype, device=source.device)
-    else:
-        carried = edge_weight[source.clamp(min=0)]
-    return carried.masked_fill(source < 0, fill)
+        ones = torch.ones(source.numel(), dtype=dtype, device=source.device)
+        return ones.masked_fill(source < 0, fill)
+    # Index -1 picks the appended fill value.
+    return torch.cat([edge_weight, edge_weight.new_full((1,), fill)])[source]
 
 
 def _cacheable(graph: Graph, edge_weight: Optional[Tensor]) -> bool:
