@@ -23,7 +23,7 @@ namespace {
 
 // Exposes a pointer member as a Python int property (0 for null).
 template <typename Class, typename Ptr>
-void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::*member) {
+void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::* member) {
   cls.def_property(
       name, [member](const Class& c) { return reinterpret_cast<std::uintptr_t>(c.*member); },
       [member](Class& c, std::uintptr_t v) { c.*member = reinterpret_cast<Ptr>(v); });
@@ -53,27 +53,29 @@ void check(const EdgeGradParams& p) {
 }
 
 // ---------------------------------------------------------------- fused GAT (csrc/gat)
-void check_gat_sizes(int64_t num_rows, int64_t num_cols, int64_t heads, int64_t features,
-                     double negative_slope, double dropout) {
-  require(num_rows >= 0 && num_cols >= 0 && heads >= 0 && features >= 0,
+template <typename Params>
+void check_gat_sizes(const Params& p) {
+  require(p.num_edges >= 0 && p.num_rows >= 0 && p.num_cols >= 0 && p.heads >= 0 && p.features >= 0,
           "gat_aggregate: negative size");
-  require(std::isfinite(negative_slope), "gat_aggregate: negative_slope must be finite");
-  require(dropout >= 0.0 && dropout <= 1.0, "gat_aggregate: dropout must lie in [0, 1]");
+  require(std::isfinite(p.negative_slope), "gat_aggregate: negative_slope must be finite");
+  require(p.dropout >= 0.0 && p.dropout <= 1.0, "gat_aggregate: dropout must lie in [0, 1]");
 }
 
 void check(const GatParams& p) {
-  check_gat_sizes(p.num_rows, p.num_cols, p.heads, p.features, p.negative_slope, p.dropout);
+  check_gat_sizes(p);
   const bool rows = p.num_rows * p.heads > 0, cols = p.num_cols * p.heads > 0;
-  require(p.rowptr, "gat_aggregate: rowptr not set");
+  require(p.rowptr && (p.num_edges == 0 || p.col), "gat_aggregate: rowptr/col not set");
   require(!rows || (p.alpha_dst && p.lse), "gat_aggregate: alpha_dst/lse not set");
   require(!cols || p.alpha_src, "gat_aggregate: alpha_src not set");
   require(p.features == 0 || ((!rows || p.out) && (!cols || p.h)), "gat_aggregate: h/out not set");
 }
 
 void check(const GatBackwardParams& p) {
-  check_gat_sizes(p.num_rows, p.num_cols, p.heads, p.features, p.negative_slope, p.dropout);
+  check_gat_sizes(p);
   const bool rows = p.num_rows * p.heads > 0, cols = p.num_cols * p.heads > 0;
   require(p.rowptr && p.colptr, "gat_aggregate backward: rowptr/colptr not set");
+  require(p.num_edges * p.heads == 0 || (p.col && p.csc_row && p.csc_edge_id && p.edge_grad),
+          "gat_aggregate backward: edge arrays not set");
   require(!rows || (p.alpha_dst && p.lse && p.delta && p.grad_alpha_dst),
           "gat_aggregate backward: row buffers not set");
   require(!cols || (p.alpha_src && p.grad_alpha_src),
@@ -85,6 +87,7 @@ void check(const GatBackwardParams& p) {
 template <typename Params>
 void bind_gat_sizes(py::class_<Params>& cls) {
   cls.def(py::init<>())
+      .def_readwrite("num_edges", &Params::num_edges)
       .def_readwrite("num_rows", &Params::num_rows)
       .def_readwrite("num_cols", &Params::num_cols)
       .def_readwrite("heads", &Params::heads)
@@ -122,6 +125,7 @@ void bind_gat(py::module_& m) {
   pointer_field(bwd, "lse", &GatBackwardParams::lse);
   pointer_field(bwd, "grad_out", &GatBackwardParams::grad_out);
   pointer_field(bwd, "delta", &GatBackwardParams::delta);
+  pointer_field(bwd, "edge_grad", &GatBackwardParams::edge_grad);
   pointer_field(bwd, "grad_h", &GatBackwardParams::grad_h);
   pointer_field(bwd, "grad_alpha_src", &GatBackwardParams::grad_alpha_src);
   pointer_field(bwd, "grad_alpha_dst", &GatBackwardParams::grad_alpha_dst);

@@ -7,7 +7,8 @@
 //   out[i, k, :] = sum_{e in row i} keep_e * p_e * h[j, k, :]    (0 for an empty row)
 // keep_e is 1 without dropout; with dropout probability q it is 0 with probability q and
 // 1 / (1 - q) otherwise, drawn from a counter-based hash of (seed, e, k), so the backward pass
-// regenerates the mask instead of storing it. Nothing of size [E, H] or [E, H, F] is stored.
+// regenerates the mask instead of storing it. Nothing of size [E, H] or [E, H, F] is kept
+// between the forward and the backward pass.
 //
 // Backward (delta as in flash-attention: the softmax Jacobian contracted with out):
 //   delta[i, k]           = <grad_out[i, k, :], out[i, k, :]>
@@ -16,8 +17,11 @@
 //   grad_h[j, k, :]       = sum_{e = (j -> i)} keep_e * p_e * grad_out[i, k, :]
 //   grad_alpha_src[j, k]  = sum_{e = (j -> i)} dz_e
 //   grad_alpha_dst[i, k]  = sum_{e = (j -> i)} dz_e
-// p_e is recomputed from the saved lse. Row sums run over the CSR, source sums over the CSC
-// transpose (csc_edge_id maps each CSC slot back to its CSR position, the dropout counter).
+// p_e is recomputed from the saved lse. Three passes: delta per row; then one pass over the
+// CSC transpose (csc_edge_id maps each slot to its CSR position, the dropout counter) that
+// reads grad_out[i] and h[j] once per edge for grad_h, grad_alpha_src and dz_e, parking dz_e
+// in a transient [nnz, heads] workspace at the edge's CSR position; then per-row sums of it
+// for grad_alpha_dst. Every feature-sized read happens once per edge, as in the forward.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,7 @@ struct GatParams {
   const void* alpha_dst = nullptr;  // [num_rows, heads], dtype of h
   void* out = nullptr;              // [num_rows, heads, features]
   void* lse = nullptr;              // [num_rows, heads], accumulation type
+  int64_t num_edges = 0;            // nnz
   int64_t num_rows = 0;
   int64_t num_cols = 0;
   int64_t heads = 0;
@@ -57,9 +62,11 @@ struct GatBackwardParams {
   const void* lse = nullptr;             // [num_rows, heads] forward result, accumulation type
   const void* grad_out = nullptr;        // [num_rows, heads, features]
   void* delta = nullptr;                 // [num_rows, heads] workspace, accumulation type
+  void* edge_grad = nullptr;             // [nnz, heads] workspace (dz_e), accumulation type
   void* grad_h = nullptr;                // [num_cols, heads, features]
   void* grad_alpha_src = nullptr;        // [num_cols, heads]
   void* grad_alpha_dst = nullptr;        // [num_rows, heads]
+  int64_t num_edges = 0;                 // nnz
   int64_t num_rows = 0;
   int64_t num_cols = 0;
   int64_t heads = 0;

@@ -1,8 +1,8 @@
-// CPU (OpenMP) fused GAT. Thread mapping: rows (for the transpose pass, source nodes) are cut
-// into edge-balanced chunks (balanced_row_chunks) handed out dynamically; one thread owns a
-// whole row: it walks the row's edges once, and for each edge loops over heads, then over the
-// head's features innermost so the compiler vectorises it. Heads are taken in blocks of
-// kHeadBlock so the softmax states live on the stack. Every output element is written by one
+// CPU (OpenMP) fused GAT. Thread mapping: rows (for the backward's transpose pass, source
+// nodes) are cut into edge-balanced chunks (balanced_row_chunks) handed out dynamically; one
+// thread owns a whole row: it walks the row's edges once, and for each edge loops over heads,
+// then over the head's features innermost so the compiler vectorises it. Heads are taken in blocks
+// of kHeadBlock so the softmax states live on the stack. Every output element is written by one
 // thread in CSR (or CSC) order, so results are bitwise identical for any thread count.
 #include <algorithm>
 #include <stdexcept>
@@ -31,7 +31,7 @@ template <typename Body>
 void for_each_row(const int64_t* ptr, int64_t num_rows, Body body) {
   const std::vector<int64_t> chunks = balanced_row_chunks(ptr, num_rows, 16 * max_threads());
   const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) num_threads(max_threads())
   for (int64_t c = 0; c < num_chunks; ++c) {
     for (int64_t r = chunks[c]; r < chunks[c + 1]; ++r) body(r);
   }
@@ -78,35 +78,18 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
   }
 }
 
-// Destination side: delta[i] and grad_alpha_dst[i].
+// delta[i, k] = <grad_out[i, k], out[i, k]>.
 template <typename T>
-void backward_row(const GatBackwardParams& p, const AttentionDropout& drop, int64_t i) {
-  const int64_t H = p.heads, F = p.features, HF = H * F;
-  const T slope = static_cast<T>(p.negative_slope);
-  const T* __restrict h = static_cast<const T*>(p.h);
-  const T* __restrict a_src = static_cast<const T*>(p.alpha_src);
-  const T* __restrict a_dst = static_cast<const T*>(p.alpha_dst) + i * H;
-  const T* __restrict go = static_cast<const T*>(p.grad_out) + i * HF;
-  const T* __restrict out = static_cast<const T*>(p.out) + i * HF;
-  const T* __restrict lse = static_cast<const T*>(p.lse) + i * H;
+void backward_delta_row(const GatBackwardParams& p, int64_t i) {
+  const int64_t H = p.heads, F = p.features;
+  const T* __restrict go = static_cast<const T*>(p.grad_out) + i * H * F;
+  const T* __restrict out = static_cast<const T*>(p.out) + i * H * F;
   T* __restrict delta = static_cast<T*>(p.delta) + i * H;
-  T* __restrict grad_dst = static_cast<T*>(p.grad_alpha_dst) + i * H;
-  for (int64_t k = 0; k < H; ++k) {
-    delta[k] = dot(go + k * F, out + k * F, F);
-    grad_dst[k] = T(0);
-  }
-  for (int64_t e = p.rowptr[i]; e < p.rowptr[i + 1]; ++e) {
-    const int64_t j = p.col[e];
-    for (int64_t k = 0; k < H; ++k) {
-      const EdgeAttention<T> att = recompute_attention(a_src[j * H + k], a_dst[k], lse[k], slope);
-      const T keep = drop.keep<T>(e, k);
-      const T g = keep == T(0) ? T(0) : dot(go + k * F, h + j * HF + k * F, F);
-      grad_dst[k] += logit_grad(att, keep, g, delta[k]);
-    }
-  }
+  for (int64_t k = 0; k < H; ++k) delta[k] = dot(go + k * F, out + k * F, F);
 }
 
-// Source side, over the transpose: grad_h[j] and grad_alpha_src[j].
+// Source side, over the transpose: grad_h[j], grad_alpha_src[j], and dz_e parked in
+// edge_grad at each edge's CSR position.
 template <typename T>
 void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int64_t j) {
   const int64_t H = p.heads, F = p.features, HF = H * F;
@@ -117,6 +100,7 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
   const T* __restrict grad_out = static_cast<const T*>(p.grad_out);
   const T* __restrict lse = static_cast<const T*>(p.lse);
   const T* __restrict delta = static_cast<const T*>(p.delta);
+  T* __restrict edge_grad = static_cast<T*>(p.edge_grad);
   T* __restrict grad_h = static_cast<T*>(p.grad_h) + j * HF;
   T* __restrict grad_src = static_cast<T*>(p.grad_alpha_src) + j * H;
   std::fill(grad_h, grad_h + HF, T(0));
@@ -125,24 +109,37 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
     const int64_t i = p.csc_row[s], e = p.csc_edge_id[s];
     const T* __restrict go = grad_out + i * HF;
     for (int64_t k = 0; k < H; ++k) {
-      const EdgeAttention<T> att =
-          recompute_attention(a_src[k], a_dst[i * H + k], lse[i * H + k], slope);
+      const int64_t ik = i * H + k;
+      const EdgeAttention<T> att = recompute_attention(a_src[k], a_dst[ik], lse[ik], slope);
       const T keep = drop.keep<T>(e, k);
-      if (keep == T(0)) {
-        grad_src[k] += logit_grad(att, keep, T(0), delta[i * H + k]);
-        continue;
-      }
-      const T* __restrict gok = go + k * F;
-      const T weight = keep * att.prob;
-      T* __restrict ghk = grad_h + k * F;
       T g = T(0);
+      if (keep != T(0)) {
+        const T* __restrict gok = go + k * F;
+        const T* __restrict hjk = hj + k * F;
+        T* __restrict ghk = grad_h + k * F;
+        const T weight = keep * att.prob;
 #pragma omp simd reduction(+ : g)
-      for (int64_t f = 0; f < F; ++f) {
-        g += gok[f] * hj[k * F + f];
-        ghk[f] += weight * gok[f];
+        for (int64_t f = 0; f < F; ++f) {
+          g += gok[f] * hjk[f];
+          ghk[f] += weight * gok[f];
+        }
       }
-      grad_src[k] += logit_grad(att, keep, g, delta[i * H + k]);
+      const T dz = logit_grad(att, keep, g, delta[ik]);
+      grad_src[k] += dz;
+      edge_grad[e * H + k] = dz;
     }
+  }
+}
+
+// grad_alpha_dst[i, k] = sum of the row's dz_e, in CSR order.
+template <typename T>
+void backward_dst_row(const GatBackwardParams& p, int64_t i) {
+  const int64_t H = p.heads;
+  const T* __restrict edge_grad = static_cast<const T*>(p.edge_grad);
+  T* __restrict grad_dst = static_cast<T*>(p.grad_alpha_dst) + i * H;
+  std::fill(grad_dst, grad_dst + H, T(0));
+  for (int64_t e = p.rowptr[i]; e < p.rowptr[i + 1]; ++e) {
+    for (int64_t k = 0; k < H; ++k) grad_dst[k] += edge_grad[e * H + k];
   }
 }
 
@@ -162,9 +159,10 @@ void forward(const GatParams& p) {
 template <typename T>
 void backward(const GatBackwardParams& p) {
   const AttentionDropout drop(p.dropout, p.seed);
-  // The row pass writes delta, which the transpose pass reads.
-  for_each_row(p.rowptr, p.num_rows, [&](int64_t i) { backward_row<T>(p, drop, i); });
+  // Each pass reads what the one before wrote (delta, then edge_grad).
+  for_each_row(p.rowptr, p.num_rows, [&](int64_t i) { backward_delta_row<T>(p, i); });
   for_each_row(p.colptr, p.num_cols, [&](int64_t j) { backward_col<T>(p, drop, j); });
+  for_each_row(p.rowptr, p.num_rows, [&](int64_t i) { backward_dst_row<T>(p, i); });
 }
 
 }  // namespace

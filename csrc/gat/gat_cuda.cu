@@ -1,11 +1,12 @@
 // CUDA fused GAT.
-// Thread mapping (all three kernels): one warp per (node, head) pair, warp w -> node w / H,
-// head w % H. Lane l owns features l + 32 v (v < kVec) of a 128-wide feature tile and keeps
-// them in registers while the warp walks the node's edge list once per tile; every lane
-// evaluates the (identical) logit of each edge, so no shuffles are needed in the forward pass.
-// Forward and the destination-side backward walk the CSR row of node i; the source-side
-// backward walks the CSC column of node j. Per-edge dot products are warp shuffle reductions.
-// Each output element is produced by one warp in edge order: deterministic, no atomics.
+// Thread mapping: every kernel runs one warp per (node, head) pair, warp w -> node w / H,
+// head w % H. In the forward kernel (CSR row of destination i) and the backward transpose
+// kernel (CSC column of source j), lane l owns features l + 32 v (v < kVec) of a 128-wide
+// feature tile in registers while the warp walks the node's edge list once per tile; every
+// lane evaluates the (identical) logit of each edge, so the forward needs no shuffles, and the
+// backward's per-edge dot products are warp shuffle reductions. The delta kernel reduces one
+// row's features, the destination-gradient kernel one row's parked dz_e (lanes stride edges).
+// Each output element is produced by one warp in a fixed order: deterministic, no atomics.
 // Very high-degree rows are walked by one warp like any other (no hub path): the attention
 // work per edge is small and the many light rows keep the device busy.
 #include <cstdint>
@@ -89,38 +90,20 @@ __device__ __forceinline__ acc_t<T> warp_dot(const T* a, const T* b, int64_t F, 
   return warp_sum(s);
 }
 
-// Destination side: delta[i, k] and grad_alpha_dst[i, k].
+// delta[i, k] = <grad_out[i, k], out[i, k]>.
 template <typename T>
-__global__ void gat_backward_row_kernel(GatBackwardParams p, AttentionDropout drop) {
-  using Acc = acc_t<T>;
+__global__ void gat_backward_delta_kernel(GatBackwardParams p) {
   const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
-  const int64_t H = p.heads, F = p.features;
-  const int64_t i = warp / H, k = warp % H;
-  if (i >= p.num_rows) return;  // warp-uniform
-  const int64_t ik = i * H + k;
-  const T* h = static_cast<const T*>(p.h);
-  const T* a_src = static_cast<const T*>(p.alpha_src);
-  const T* go = static_cast<const T*>(p.grad_out) + ik * F;
-  const Acc a_dst = to_acc(static_cast<const T*>(p.alpha_dst)[ik]);
-  const Acc lse = static_cast<const Acc*>(p.lse)[ik];
-  const Acc slope = static_cast<Acc>(p.negative_slope);
-  const Acc delta = warp_dot(go, static_cast<const T*>(p.out) + ik * F, F, lane);
-  Acc grad = Acc(0);
-  for (int64_t e = p.rowptr[i]; e < p.rowptr[i + 1]; ++e) {
-    const int64_t j = p.col[e];
-    const EdgeAttention<Acc> att = recompute_attention(to_acc(a_src[j * H + k]), a_dst, lse, slope);
-    const Acc keep = drop.keep<Acc>(e, k);
-    const Acc g = keep == Acc(0) ? Acc(0) : warp_dot(go, h + (j * H + k) * F, F, lane);
-    grad += logit_grad(att, keep, g, delta);
-  }
-  if (lane == 0) {
-    static_cast<Acc*>(p.delta)[ik] = delta;
-    static_cast<T*>(p.grad_alpha_dst)[ik] = from_acc<T>(grad);
-  }
+  const int64_t ik = warp, F = p.features;
+  if (ik >= p.num_rows * p.heads) return;  // warp-uniform
+  const acc_t<T> delta = warp_dot(static_cast<const T*>(p.grad_out) + ik * F,
+                                  static_cast<const T*>(p.out) + ik * F, F, lane);
+  if (lane == 0) static_cast<acc_t<T>*>(p.delta)[ik] = delta;
 }
 
-// Source side, over the transpose: grad_h[j, k, :] and grad_alpha_src[j, k].
+// Source side, over the transpose: grad_h[j, k, :], grad_alpha_src[j, k], and dz_e parked in
+// edge_grad at each edge's CSR position.
 template <typename T>
 __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout drop) {
   using Acc = acc_t<T>;
@@ -135,6 +118,7 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
   const T* a_dst = static_cast<const T*>(p.alpha_dst);
   const Acc* lse = static_cast<const Acc*>(p.lse);
   const Acc* delta = static_cast<const Acc*>(p.delta);
+  Acc* edge_grad = static_cast<Acc*>(p.edge_grad);
   const Acc a_src = to_acc(static_cast<const T*>(p.alpha_src)[jk]);
   const Acc slope = static_cast<Acc>(p.negative_slope);
   T* grad_h = static_cast<T*>(p.grad_h) + jk * F;
@@ -149,9 +133,9 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
       acc[v] = Acc(0);
     }
     for (int64_t s = p.colptr[j]; s < p.colptr[j + 1]; ++s) {
-      const int64_t i = p.csc_row[s], ik = i * H + k;
+      const int64_t i = p.csc_row[s], ik = i * H + k, e = p.csc_edge_id[s];
       const EdgeAttention<Acc> att = recompute_attention(a_src, to_acc(a_dst[ik]), lse[ik], slope);
-      const Acc keep = drop.keep<Acc>(p.csc_edge_id[s], k);
+      const Acc keep = drop.keep<Acc>(e, k);
       const Acc weight = keep * att.prob;
       const T* go = grad_out + ik * F;
       Acc g = Acc(0);
@@ -165,10 +149,11 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
         }
       }
       g = warp_sum(g);
-      // The logit gradient needs the full dot product: tiles add their parts of it, and the
-      // delta term enters once, with the first tile.
-      grad_src += att.prob * keep * g * att.slope;
-      if (tile == 0) grad_src -= att.prob * delta[ik] * att.slope;
+      // dz_e needs the whole dot product: each tile adds its part (the delta term comes
+      // with the first), in tile order, always from lane 0.
+      const Acc dz = logit_grad(att, keep, g, tile == 0 ? delta[ik] : Acc(0));
+      grad_src += dz;
+      if (lane == 0) edge_grad[e * H + k] = tile == 0 ? dz : edge_grad[e * H + k] + dz;
     }
 #pragma unroll
     for (int v = 0; v < kVec; ++v) {
@@ -177,6 +162,23 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
     }
   }
   if (lane == 0) static_cast<T*>(p.grad_alpha_src)[jk] = from_acc<T>(grad_src);
+}
+
+// grad_alpha_dst[i, k] = sum of the row's dz_e: lanes stride the row, then a fixed shuffle
+// tree (deterministic).
+template <typename T>
+__global__ void gat_backward_dst_kernel(GatBackwardParams p) {
+  using Acc = acc_t<T>;
+  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  const int64_t H = p.heads;
+  const int64_t i = warp / H, k = warp % H;
+  if (i >= p.num_rows) return;  // warp-uniform
+  const Acc* edge_grad = static_cast<const Acc*>(p.edge_grad);
+  Acc sum = Acc(0);
+  for (int64_t e = p.rowptr[i] + lane; e < p.rowptr[i + 1]; e += 32) sum += edge_grad[e * H + k];
+  sum = warp_sum(sum);
+  if (lane == 0) static_cast<T*>(p.grad_alpha_dst)[i * H + k] = from_acc<T>(sum);
 }
 
 int64_t num_blocks(int64_t nodes, int64_t heads) {
@@ -201,18 +203,22 @@ void gat_forward_cuda(const GatParams& p, void* stream) {
 void gat_backward_cuda(const GatBackwardParams& p, void* stream) {
   const auto s = static_cast<cudaStream_t>(stream);
   const AttentionDropout drop(p.dropout, p.seed);
+  const int64_t row_blocks = num_blocks(p.num_rows, p.heads);
+  const int64_t col_blocks = num_blocks(p.num_cols, p.heads);
   dispatch_cuda_dtype(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    // The row kernel writes delta, which the column kernel reads (same stream: ordered).
-    const int64_t row_blocks = num_blocks(p.num_rows, p.heads);
+    // Same stream, so each kernel sees what the one before wrote (delta, then edge_grad).
     if (row_blocks > 0) {
-      gat_backward_row_kernel<T><<<static_cast<unsigned>(row_blocks), kThreads, 0, s>>>(p, drop);
-      GALFAST_CHECK_LAUNCH("gat_backward_row_kernel");
+      gat_backward_delta_kernel<T><<<static_cast<unsigned>(row_blocks), kThreads, 0, s>>>(p);
+      GALFAST_CHECK_LAUNCH("gat_backward_delta_kernel");
     }
-    const int64_t col_blocks = num_blocks(p.num_cols, p.heads);
     if (col_blocks > 0) {
       gat_backward_col_kernel<T><<<static_cast<unsigned>(col_blocks), kThreads, 0, s>>>(p, drop);
       GALFAST_CHECK_LAUNCH("gat_backward_col_kernel");
+    }
+    if (row_blocks > 0) {
+      gat_backward_dst_kernel<T><<<static_cast<unsigned>(row_blocks), kThreads, 0, s>>>(p);
+      GALFAST_CHECK_LAUNCH("gat_backward_dst_kernel");
     }
   });
 }

@@ -21,9 +21,9 @@ __all__ = ["gat_aggregate"]
 
 
 def _sizes(
-    params, rowptr: Tensor, h: Tensor, negative_slope: float, dropout: float, seed: int
+    params, rowptr: Tensor, col: Tensor, h: Tensor, negative_slope: float, dropout: float, seed: int
 ) -> None:
-    params.num_rows, params.num_cols = rowptr.numel() - 1, h.size(0)
+    params.num_edges, params.num_rows, params.num_cols = col.numel(), rowptr.numel() - 1, h.size(0)
     params.heads, params.features = h.size(1), h.size(2)
     params.negative_slope, params.dropout, params.seed = negative_slope, dropout, seed
     params.dtype = dtype_code(h.dtype)
@@ -50,7 +50,7 @@ def _gat_forward(
     p = _C.GatParams()
     p.rowptr, p.col, p.h = _ptr(rowptr), _ptr(col), _ptr(h)
     p.alpha_src, p.alpha_dst, p.out, p.lse = _ptr(alpha_src), _ptr(alpha_dst), _ptr(out), _ptr(lse)
-    _sizes(p, rowptr, h, negative_slope, dropout, seed)
+    _sizes(p, rowptr, col, h, negative_slope, dropout, seed)
     if h.device.type == "cuda":
         _require_cuda_build()
         _C.gat_forward_cuda(p, _stream(h.device))
@@ -102,13 +102,15 @@ def _gat_backward(
         torch.empty_like(alpha_dst),
     )
     delta = torch.empty_like(lse)
+    edge_grad = lse.new_empty(col.numel(), h.size(1))  # transient [E, H] workspace
     p = _C.GatBackwardParams()
     p.rowptr, p.col, p.colptr = _ptr(rowptr), _ptr(col), _ptr(colptr)
     p.csc_row, p.csc_edge_id = _ptr(csc_row), _ptr(csc_edge_id)
     p.h, p.alpha_src, p.alpha_dst = _ptr(h), _ptr(alpha_src), _ptr(alpha_dst)
-    p.out, p.lse, p.grad_out, p.delta = _ptr(out), _ptr(lse), _ptr(grad_out), _ptr(delta)
+    p.out, p.lse, p.grad_out = _ptr(out), _ptr(lse), _ptr(grad_out)
+    p.delta, p.edge_grad = _ptr(delta), _ptr(edge_grad)
     p.grad_h, p.grad_alpha_src, p.grad_alpha_dst = _ptr(grad_h), _ptr(grad_src), _ptr(grad_dst)
-    _sizes(p, rowptr, h, negative_slope, dropout, seed)
+    _sizes(p, rowptr, col, h, negative_slope, dropout, seed)
     if h.device.type == "cuda":
         _require_cuda_build()
         _C.gat_backward_cuda(p, _stream(h.device))
