@@ -1,5 +1,5 @@
 // Attention dropout with counter-based randomness: whether edge e, head k is dropped is a pure
-// function of (seed, e, k), computed with Philox4x32-10 (Salmon et al., SC'11). The forward and
+// function of (seed, e, k), computed with Philox4x32-10 (common/philox.h). The forward and
 // backward passes, the CPU and the CUDA kernels, and any thread count all draw the same mask,
 // so no mask is ever stored.
 #pragma once
@@ -7,28 +7,15 @@
 #include <cstdint>
 
 #include "common/macros.h"
+#include "common/philox.h"
 
 namespace galfast {
 
 // First 32-bit word of Philox4x32-10 for key (seed) and counter (e, k, 0).
 GALFAST_HD uint32_t philox_draw(uint64_t seed, uint64_t e, uint32_t k) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u;
-  constexpr uint32_t kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  uint32_t c0 = static_cast<uint32_t>(e), c1 = static_cast<uint32_t>(e >> 32), c2 = k, c3 = 0;
-  uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-  for (int round = 0; round < 10; ++round) {
-    const uint64_t p0 = static_cast<uint64_t>(kMul0) * c0;
-    const uint64_t p1 = static_cast<uint64_t>(kMul1) * c2;
-    const uint32_t hi0 = static_cast<uint32_t>(p0 >> 32), lo0 = static_cast<uint32_t>(p0);
-    const uint32_t hi1 = static_cast<uint32_t>(p1 >> 32), lo1 = static_cast<uint32_t>(p1);
-    c0 = hi1 ^ c1 ^ k0;
-    c1 = lo1;
-    c2 = hi0 ^ c3 ^ k1;
-    c3 = lo0;
-    k0 += kWeyl0;
-    k1 += kWeyl1;
-  }
-  return c0;
+  return philox4x32_10(static_cast<uint32_t>(e), static_cast<uint32_t>(e >> 32), k, 0,
+                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32))
+      .v[0];
 }
 
 // The dropout of one launch: a coefficient is dropped when its 32-bit draw is below
