@@ -154,10 +154,11 @@ def test_empty_sizes():
 
 
 _DETERMINISM_SCRIPT = """
-import sys, torch
-sys.path.insert(0, {tests!r})
+import sys
+sys.path[:0] = {path_entries!r}
+import torch
 from test_gat_aggregate import _determinism_run
-torch.save(_determinism_run(), {path!r})
+torch.save(_determinism_run(), {out!r})
 """
 
 
@@ -174,13 +175,13 @@ def test_bitwise_deterministic_across_runs_and_thread_counts(tmp_path):
     for again in (_determinism_run(), _determinism_run()):
         assert all(torch.equal(a, b) for a, b in zip(reference, again))
     # This process runs one OpenMP thread per core (at least 2 here); the child runs one.
-    path = tmp_path / "single_thread.pt"
-    script = _DETERMINISM_SCRIPT.format(tests=str(Path(__file__).parent), path=str(path))
+    # The child imports galfast and this module exactly as this process does.
+    out = tmp_path / "single_thread.pt"
+    entries = [str(Path(__file__).parent), *[p for p in sys.path if p]]
+    script = _DETERMINISM_SCRIPT.format(path_entries=entries, out=str(out))
     env = dict(os.environ, OMP_NUM_THREADS="1")
-    subprocess.run(
-        [sys.executable, "-c", script], check=True, env=env, cwd=Path(__file__).parent.parent
-    )
-    other = torch.load(path)
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, cwd=tmp_path)
+    other = torch.load(out)
     assert all(torch.equal(a, b) for a, b in zip(reference, other))
 
 
