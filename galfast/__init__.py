@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from galfast import ops
+from galfast import datasets, models, nn, ops
 from galfast._native import _C
 from galfast.audit import AuditReport, audit
 from galfast.graph import Graph
@@ -17,6 +17,9 @@ __all__ = [
     "SensitiveAttribute",
     "audit",
     "build_info",
+    "datasets",
+    "models",
+    "nn",
     "ops",
     "__version__",
 ]
