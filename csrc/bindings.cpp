@@ -10,6 +10,7 @@
 
 #include "aggregate/aggregate.h"
 #include "common/parallel.h"
+#include "walk/sample_nhop.h"
 
 #ifdef GALFAST_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -49,6 +50,34 @@ void check(const EdgeGradParams& p) {
           "edge_grad: negative size");
   require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)),
           "edge_grad: pointers not set");
+}
+
+// ---------------------------------------------------------------- sample_nhop
+void check(const SampleNhopParams& p) {
+  require(p.num_nodes >= 0 && p.num_walks >= 0, "sample_nhop: negative size");
+  require(p.hops >= 1 && p.hops <= kMaxHops,
+          "sample_nhop: hops must lie in [1, " + std::to_string(kMaxHops) + "]");
+  require(p.mode == WalkMode::kPaper || p.mode == WalkMode::kSimple || p.mode == WalkMode::kExact,
+          "sample_nhop: unknown mode");
+  require(p.mode != WalkMode::kExact || p.hops <= kMaxExactHops,
+          "sample_nhop: exact mode supports hops <= " + std::to_string(kMaxExactHops));
+  require(p.index_type == IndexType::kInt32 || p.index_type == IndexType::kInt64,
+          "sample_nhop: unknown index type");
+  require(p.out_ptr && (p.num_walks == 0 || (p.out_nbr && p.starts && p.end)),
+          "sample_nhop: pointers not set");
+  require(p.mode != WalkMode::kExact || (p.in_ptr && p.in_nbr),
+          "sample_nhop: exact mode needs in_ptr/in_nbr");
+}
+
+// On the CPU the starts are host memory, so their range is cheap to check here too.
+void check_starts_cpu(const SampleNhopParams& p) {
+  for (int64_t i = 0; i < p.num_walks; ++i) {
+    if (p.starts[i] < 0 || p.starts[i] >= p.num_nodes) {
+      throw std::invalid_argument("sample_nhop: start " + std::to_string(p.starts[i]) +
+                                  " of walk " + std::to_string(i) + " is not a node id in [0, " +
+                                  std::to_string(p.num_nodes) + ")");
+    }
+  }
 }
 
 std::string cuda_archs() {
@@ -170,6 +199,55 @@ PYBIND11_MODULE(_C, m) {
         check(p);
         py::gil_scoped_release nogil;
         edge_grad_cuda(p, reinterpret_cast<void*>(stream));
+      },
+      py::arg("params"), py::arg("stream"));
+#endif
+
+  // ---------------------------------------------------------------- sample_nhop
+  m.attr("NHOP_MAX_HOPS") = kMaxHops;
+  m.attr("NHOP_MAX_EXACT_HOPS") = kMaxExactHops;
+  py::enum_<WalkMode>(m, "WalkMode")
+      .value("PAPER", WalkMode::kPaper)
+      .value("SIMPLE", WalkMode::kSimple)
+      .value("EXACT", WalkMode::kExact);
+  py::enum_<IndexType>(m, "IndexType")
+      .value("INT32", IndexType::kInt32)
+      .value("INT64", IndexType::kInt64);
+
+  py::class_<SampleNhopParams> walk(m, "SampleNhopParams");
+  walk.def(py::init<>())
+      .def_readwrite("num_nodes", &SampleNhopParams::num_nodes)
+      .def_readwrite("num_walks", &SampleNhopParams::num_walks)
+      .def_readwrite("walk_offset", &SampleNhopParams::walk_offset)
+      .def_readwrite("seed", &SampleNhopParams::seed)
+      .def_readwrite("hops", &SampleNhopParams::hops)
+      .def_readwrite("max_retries", &SampleNhopParams::max_retries)
+      .def_readwrite("mode", &SampleNhopParams::mode)
+      .def_readwrite("index_type", &SampleNhopParams::index_type);
+  pointer_field(walk, "out_ptr", &SampleNhopParams::out_ptr);
+  pointer_field(walk, "out_nbr", &SampleNhopParams::out_nbr);
+  pointer_field(walk, "in_ptr", &SampleNhopParams::in_ptr);
+  pointer_field(walk, "in_nbr", &SampleNhopParams::in_nbr);
+  pointer_field(walk, "starts", &SampleNhopParams::starts);
+  pointer_field(walk, "end", &SampleNhopParams::end);
+  pointer_field(walk, "paths", &SampleNhopParams::paths);
+
+  m.def(
+      "sample_nhop_cpu",
+      [](const SampleNhopParams& p) {
+        check(p);
+        check_starts_cpu(p);
+        py::gil_scoped_release nogil;
+        sample_nhop_cpu(p);
+      },
+      py::arg("params"));
+#ifdef GALFAST_WITH_CUDA
+  m.def(
+      "sample_nhop_cuda",
+      [](const SampleNhopParams& p, std::uintptr_t stream) {
+        check(p);
+        py::gil_scoped_release nogil;
+        sample_nhop_cuda(p, reinterpret_cast<void*>(stream));
       },
       py::arg("params"), py::arg("stream"));
 #endif

@@ -1,0 +1,134 @@
+"""Walks per second of galfast.ops.sample_nhop (GAL's n-hop sampler) against its peers, on the
+MovieLens-1M-sized bipartite graph of bench/graphs.py (9,746 nodes, ~2.0M directed edges).
+
+    pytest bench/bench_sample_nhop.py --benchmark-only --benchmark-json=walk.json
+    python bench/walks_table.py walk.json        # walks/s and ratios as a markdown table
+
+Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), numba
+and the original networkx loop side by side for one start set ("users": each of the 6,040
+users once; "1M": 1,000,000 starts drawn among the users) and one hop count;
+``nhop-exact-hops<n>`` compares exact with paper mode. The networkx loop runs on the first
+2,000 users only (it would take minutes on 1M starts): every benchmark records its number of
+walks in ``extra_info["walks"]``, so compare walks per second, not times. The peers of a
+group run back to back, ROUNDS rounds each; on a shared machine the best round is the
+least disturbed one.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from graphs import movielens_like
+from nhop_baselines import networkx_nhop, numba_nhop
+
+from galfast import Graph
+from galfast.ops import sample_nhop
+from galfast.ops.sample_nhop import walk_adjacency
+
+NUM_USERS = 6040
+NETWORKX_STARTS = 2000
+HOPS = [1, 2, 3, 4]
+ROUNDS = 7
+
+
+@pytest.fixture(scope="module")
+def graph():
+    edge_index, num_nodes = movielens_like()
+    g = Graph.from_edge_index(edge_index, num_nodes)
+    walk_adjacency(g)  # built once and cached on the graph, as in training
+    return g
+
+
+@pytest.fixture(scope="module")
+def starts():
+    users = torch.arange(NUM_USERS)
+    many = torch.randint(0, NUM_USERS, (1_000_000,), generator=torch.Generator().manual_seed(0))
+    return {"users": users, "1M": many}
+
+
+def run(benchmark, group, name, walks, fn):
+    benchmark.group = group
+    benchmark.name = name
+    benchmark.extra_info["walks"] = walks
+    benchmark.pedantic(fn, rounds=ROUNDS, warmup_rounds=1)
+
+
+@pytest.fixture(scope="module")
+def cuda_graph(graph):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    g = graph.to("cuda")
+    walk_adjacency(g)
+    return g
+
+
+@pytest.fixture(scope="module")
+def numba_csr(graph):
+    pytest.importorskip("numba")
+    out_ptr, out_nbr, _, _ = walk_adjacency(graph)
+    ptr, nbr = out_ptr.long().numpy(), out_nbr.numpy()
+    numba_nhop(ptr, nbr, np.zeros(1, dtype=np.int64), 1)  # compile outside the timings
+    return ptr, nbr
+
+
+@pytest.fixture(scope="module")
+def networkx_graph(graph):
+    nx = pytest.importorskip("networkx")
+    g = nx.Graph()
+    g.add_nodes_from(range(graph.num_nodes))
+    g.add_edges_from(graph.edge_index().t().tolist())
+    return g
+
+
+def walker(request, graph, starts, implementation, hops):
+    """(number of walks, a function running them) for one peer."""
+    if implementation == "galfast-cpu":
+        return starts.numel(), lambda: sample_nhop(graph, starts, hops, seed=1)
+    if implementation == "galfast-cuda":
+        g, s = request.getfixturevalue("cuda_graph"), starts.cuda()
+
+        def walk():
+            sample_nhop(g, s, hops, seed=1)
+            torch.cuda.synchronize()
+
+        return s.numel(), walk
+    if implementation == "numba":
+        csr, s = request.getfixturevalue("numba_csr"), starts.numpy()
+        return s.size, lambda: numba_nhop(*csr, s, hops)
+    if starts.numel() > NUM_USERS:
+        pytest.skip("the networkx loop would take minutes on 1M starts")
+    nx_graph, s, rng = (
+        request.getfixturevalue("networkx_graph"),
+        list(range(NETWORKX_STARTS)),
+        random.Random(0),
+    )
+    return len(s), lambda: networkx_nhop(nx_graph, s, hops, rng)
+
+
+# The implementation varies fastest, so the peers of a group run back to back.
+@pytest.mark.parametrize(
+    "implementation", ["galfast-cpu", "galfast-cuda", "numba", "networkx-loop"]
+)
+@pytest.mark.parametrize("hops", HOPS)
+@pytest.mark.parametrize("start_set", ["users", "1M"])
+def test_nhop(benchmark, request, graph, starts, start_set, hops, implementation):
+    walks, fn = walker(request, graph, starts[start_set], implementation, hops)
+    if implementation == "networkx-loop":
+        implementation += f"[{walks} starts]"
+    run(benchmark, f"nhop-{start_set}-hops{hops}", implementation, walks, fn)
+
+
+@pytest.mark.parametrize("mode", ["paper", "exact"])
+@pytest.mark.parametrize("hops", HOPS)
+def test_exact_vs_paper(benchmark, graph, starts, hops, mode):
+    s = starts["users"]
+    run(
+        benchmark,
+        f"nhop-exact-hops{hops}",
+        f"galfast-cpu-{mode}",
+        s.numel(),
+        lambda: sample_nhop(graph, s, hops, seed=1, mode=mode),
+    )

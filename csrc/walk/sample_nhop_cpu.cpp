@@ -1,0 +1,170 @@
+// CPU (OpenMP) n-hop walks. Thread mapping: walks are cut into chunks of kChunk walks handed
+// out dynamically; a thread runs its chunk as a ring of kRing interleaved walkers (the step
+// interleaving of ThunderRW, VLDB'21): each visit advances one walker by one phase and
+// prefetches the memory its next phase reads, so up to kRing cache misses are in flight while
+// the thread works on the other walkers. When the row offsets are small enough to stay in
+// cache, a visit that moves a walker also reads its next row at once (one visit per hop).
+// A walk's result depends only on its own counter-based draws, so neither the ring nor the
+// thread count changes any output.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "common/parallel.h"
+#include "walk/nhop_walker.h"
+#include "walk/sample_nhop.h"
+
+namespace galfast {
+namespace {
+
+// Measured on MovieLens-1M-sized graphs (docs/bench_walk.md): 8 walkers leave latency
+// exposed, 32 hide it, 64 gain nothing more.
+constexpr int kRing = 32;
+constexpr int64_t kChunk = 1024;
+// A parallel region costs a thread wake-up: microseconds on an idle machine, a whole scheduler
+// time slice (milliseconds) on a busy one. A batch gets one thread per this much work, counted
+// in hops, so the 6,040 walks of a MovieLens-1M batch run on the calling thread alone in a
+// fraction of a millisecond.
+constexpr double kHopsPerThread = 65536;
+// Row offsets up to this size are read without a separate prefetched phase: cheaper on
+// graphs like MovieLens-1M (40 KB of offsets), slower on graphs whose offsets miss the cache.
+constexpr int64_t kCachedOffsetsBytes = 512 * 1024;
+
+inline void prefetch(const void* address) {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(address);
+#endif
+}
+
+// The first-draw blocks of the latest walk group at each hop. Four consecutive walks share a
+// block (sample_nhop.h), and the ring launches walks in order and moves them a hop per visit,
+// so they reach each hop one after another: three of four requests are hits, which cuts the
+// Philox work of 1-hop walks to a quarter.
+class RecentBlocks {
+ public:
+  RecentBlocks() {
+    for (int h = 0; h < kMaxHops; ++h) group_[h] = ~uint64_t(0);
+  }
+
+  uint32_t first_word(uint64_t walk, uint32_t attempt, int hop, uint64_t seed) {
+    if (group_[hop] != walk / 4 || attempt_[hop] != attempt) {
+      group_[hop] = walk / 4;
+      attempt_[hop] = attempt;
+      block_[hop] = first_draw_block(walk / 4, attempt, hop, seed);
+    }
+    return block_[hop].v[walk % 4];
+  }
+
+ private:
+  uint64_t group_[kMaxHops];
+  uint32_t attempt_[kMaxHops];
+  PhiloxBlock block_[kMaxHops];
+};
+
+template <typename Index>
+class WalkRing {
+ public:
+  WalkRing(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end)
+      : p_(p),
+        g_(g),
+        next_(begin),
+        end_(end),
+        offsets_cached_((p.num_nodes + 1) * static_cast<int64_t>(sizeof(Index)) <=
+                        kCachedOffsetsBytes) {}
+
+  void run() {
+    int live = 0;
+    for (int r = 0; r < kRing; ++r) live += launch(r);
+    while (live > 0) {
+      for (int r = 0; r < kRing; ++r) {
+        NhopWalker<Index>& w = walkers_[r];
+        if (w.phase == NhopWalker<Index>::kDone) continue;
+        if (w.phase == NhopWalker<Index>::kRow) {
+          walker_read_row(w, g_, blocks_);
+        } else {
+          walker_offer(w, g_, g_.out_nbr[w.slot], blocks_);
+          if (offsets_cached_ && w.phase == NhopWalker<Index>::kRow)
+            walker_read_row(w, g_, blocks_);
+        }
+        if (w.phase == NhopWalker<Index>::kRow) {
+          prefetch(g_.out_ptr + w.cur);
+        } else if (w.phase == NhopWalker<Index>::kNeighbour) {
+          prefetch(g_.out_nbr + w.slot);
+        } else {
+          walker_store(w, p_, index_[r]);
+          live -= 1 - launch(r);
+        }
+      }
+    }
+  }
+
+ private:
+  // Puts the chunk's next walk into ring slot r, reading its first row at once when the
+  // offsets are cached; returns 0 when the chunk has no walk left.
+  int launch(int r) {
+    NhopWalker<Index>& w = walkers_[r];
+    while (next_ != end_) {
+      index_[r] = next_;
+      walker_start(w, p_.walk_offset + static_cast<uint64_t>(next_),
+                   static_cast<Index>(p_.starts[next_]));
+      ++next_;
+      if (offsets_cached_) walker_read_row(w, g_, blocks_);
+      if (w.phase == NhopWalker<Index>::kRow) {
+        prefetch(g_.out_ptr + w.cur);
+        return 1;
+      }
+      if (w.phase == NhopWalker<Index>::kNeighbour) {
+        prefetch(g_.out_nbr + w.slot);
+        return 1;
+      }
+      walker_store(w, p_, index_[r]);  // no usable first step: failed at once
+    }
+    w.phase = NhopWalker<Index>::kDone;
+    return 0;
+  }
+
+  const SampleNhopParams& p_;
+  const WalkGraph<Index>& g_;
+  int64_t next_, end_;
+  bool offsets_cached_;
+  RecentBlocks blocks_;
+  NhopWalker<Index> walkers_[kRing];
+  int64_t index_[kRing];
+};
+
+// Estimated work of one walk, in hops. Exact mode adds its distance check: for hops >= 3 it
+// searches about (average degree)^(hops - 2) rows.
+template <typename Index>
+double walk_cost(const SampleNhopParams& p, const WalkGraph<Index>& g) {
+  if (p.mode != WalkMode::kExact || p.hops < 3 || p.num_nodes == 0) return p.hops;
+  const double average_degree = static_cast<double>(g.out_ptr[p.num_nodes]) / p.num_nodes;
+  return p.hops + std::pow(std::max(average_degree, 1.0), p.hops - 2);
+}
+
+template <typename Index>
+int threads_for(const SampleNhopParams& p, const WalkGraph<Index>& g) {
+  const double wanted = 1 + static_cast<double>(p.num_walks) * walk_cost(p, g) / kHopsPerThread;
+  return static_cast<int>(std::min<double>(wanted, max_threads()));
+}
+
+template <typename Index>
+void sample_nhop_typed(const SampleNhopParams& p) {
+  const WalkGraph<Index> g = walk_graph<Index>(p);
+  const int64_t num_chunks = (p.num_walks + kChunk - 1) / kChunk;
+#pragma omp parallel for num_threads(threads_for(p, g)) schedule(dynamic, 1)
+  for (int64_t c = 0; c < num_chunks; ++c) {
+    WalkRing<Index>(p, g, c * kChunk, std::min(p.num_walks, (c + 1) * kChunk)).run();
+  }
+}
+
+}  // namespace
+
+void sample_nhop_cpu(const SampleNhopParams& p) {
+  if (p.index_type == IndexType::kInt32) {
+    sample_nhop_typed<int32_t>(p);
+  } else {
+    sample_nhop_typed<int64_t>(p);
+  }
+}
+
+}  // namespace galfast
