@@ -4,6 +4,7 @@
 // runs, and turns C++ exceptions into Python ones (std::invalid_argument -> ValueError).
 #include <pybind11/pybind11.h>
 
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 #include "aggregate/aggregate.h"
 #include "common/parallel.h"
 #include "walk/sample_nhop.h"
+#include "gat/gat.h"
 
 #ifdef GALFAST_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -78,6 +80,118 @@ void check_starts_cpu(const SampleNhopParams& p) {
                                   std::to_string(p.num_nodes) + ")");
     }
   }
+// ---------------------------------------------------------------- fused GAT (csrc/gat)
+template <typename Params>
+void check_gat_sizes(const Params& p) {
+  require(p.num_edges >= 0 && p.num_rows >= 0 && p.num_cols >= 0 && p.heads >= 0 && p.features >= 0,
+          "gat_aggregate: negative size");
+  require(std::isfinite(p.negative_slope), "gat_aggregate: negative_slope must be finite");
+  require(p.dropout >= 0.0 && p.dropout <= 1.0, "gat_aggregate: dropout must lie in [0, 1]");
+}
+
+void check(const GatParams& p) {
+  check_gat_sizes(p);
+  const bool rows = p.num_rows * p.heads > 0, cols = p.num_cols * p.heads > 0;
+  require(p.rowptr && (p.num_edges == 0 || p.col), "gat_aggregate: rowptr/col not set");
+  require(!rows || (p.alpha_dst && p.lse), "gat_aggregate: alpha_dst/lse not set");
+  require(!cols || p.alpha_src, "gat_aggregate: alpha_src not set");
+  require(p.features == 0 || ((!rows || p.out) && (!cols || p.h)), "gat_aggregate: h/out not set");
+}
+
+void check(const GatBackwardParams& p) {
+  check_gat_sizes(p);
+  const bool rows = p.num_rows * p.heads > 0, cols = p.num_cols * p.heads > 0;
+  require(p.rowptr && p.colptr, "gat_aggregate backward: rowptr/colptr not set");
+  require(p.num_edges * p.heads == 0 || (p.col && p.csc_row && p.csc_edge_id && p.edge_grad),
+          "gat_aggregate backward: edge arrays not set");
+  require(!rows || (p.alpha_dst && p.lse && p.delta && p.grad_alpha_dst),
+          "gat_aggregate backward: row buffers not set");
+  require(!cols || (p.alpha_src && p.grad_alpha_src),
+          "gat_aggregate backward: source buffers not set");
+  require(p.features == 0 || ((!rows || (p.out && p.grad_out)) && (!cols || (p.h && p.grad_h))),
+          "gat_aggregate backward: feature buffers not set");
+}
+
+template <typename Params>
+void bind_gat_sizes(py::class_<Params>& cls) {
+  cls.def(py::init<>())
+      .def_readwrite("num_edges", &Params::num_edges)
+      .def_readwrite("num_rows", &Params::num_rows)
+      .def_readwrite("num_cols", &Params::num_cols)
+      .def_readwrite("heads", &Params::heads)
+      .def_readwrite("features", &Params::features)
+      .def_readwrite("negative_slope", &Params::negative_slope)
+      .def_readwrite("dropout", &Params::dropout)
+      .def_readwrite("seed", &Params::seed)
+      .def_property(
+          "dtype", [](const Params& p) { return static_cast<int>(p.dtype); },
+          [](Params& p, int code) { p.dtype = dtype_from_code(code); });
+}
+
+void bind_gat(py::module_& m) {
+  py::class_<GatParams> fwd(m, "GatParams");
+  bind_gat_sizes(fwd);
+  pointer_field(fwd, "rowptr", &GatParams::rowptr);
+  pointer_field(fwd, "col", &GatParams::col);
+  pointer_field(fwd, "h", &GatParams::h);
+  pointer_field(fwd, "alpha_src", &GatParams::alpha_src);
+  pointer_field(fwd, "alpha_dst", &GatParams::alpha_dst);
+  pointer_field(fwd, "out", &GatParams::out);
+  pointer_field(fwd, "lse", &GatParams::lse);
+
+  py::class_<GatBackwardParams> bwd(m, "GatBackwardParams");
+  bind_gat_sizes(bwd);
+  pointer_field(bwd, "rowptr", &GatBackwardParams::rowptr);
+  pointer_field(bwd, "col", &GatBackwardParams::col);
+  pointer_field(bwd, "colptr", &GatBackwardParams::colptr);
+  pointer_field(bwd, "csc_row", &GatBackwardParams::csc_row);
+  pointer_field(bwd, "csc_edge_id", &GatBackwardParams::csc_edge_id);
+  pointer_field(bwd, "h", &GatBackwardParams::h);
+  pointer_field(bwd, "alpha_src", &GatBackwardParams::alpha_src);
+  pointer_field(bwd, "alpha_dst", &GatBackwardParams::alpha_dst);
+  pointer_field(bwd, "out", &GatBackwardParams::out);
+  pointer_field(bwd, "lse", &GatBackwardParams::lse);
+  pointer_field(bwd, "grad_out", &GatBackwardParams::grad_out);
+  pointer_field(bwd, "delta", &GatBackwardParams::delta);
+  pointer_field(bwd, "edge_grad", &GatBackwardParams::edge_grad);
+  pointer_field(bwd, "grad_h", &GatBackwardParams::grad_h);
+  pointer_field(bwd, "grad_alpha_src", &GatBackwardParams::grad_alpha_src);
+  pointer_field(bwd, "grad_alpha_dst", &GatBackwardParams::grad_alpha_dst);
+
+  m.def(
+      "gat_forward_cpu",
+      [](const GatParams& p) {
+        check(p);
+        py::gil_scoped_release nogil;
+        gat_forward_cpu(p);
+      },
+      py::arg("params"));
+  m.def(
+      "gat_backward_cpu",
+      [](const GatBackwardParams& p) {
+        check(p);
+        py::gil_scoped_release nogil;
+        gat_backward_cpu(p);
+      },
+      py::arg("params"));
+#ifdef GALFAST_WITH_CUDA
+  m.def(
+      "gat_forward_cuda",
+      [](const GatParams& p, std::uintptr_t stream) {
+        check(p);
+        py::gil_scoped_release nogil;
+        gat_forward_cuda(p, reinterpret_cast<void*>(stream));
+      },
+      py::arg("params"), py::arg("stream"));
+  m.def(
+      "gat_backward_cuda",
+      [](const GatBackwardParams& p, std::uintptr_t stream) {
+        check(p);
+        py::gil_scoped_release nogil;
+        gat_backward_cuda(p, reinterpret_cast<void*>(stream));
+      },
+      py::arg("params"), py::arg("stream"));
+#endif
 }
 
 std::string cuda_archs() {
@@ -251,4 +365,5 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("params"), py::arg("stream"));
 #endif
+  bind_gat(m);
 }

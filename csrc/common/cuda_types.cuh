@@ -6,6 +6,8 @@
 
 #include <type_traits>
 
+#include "common/dtype.h"
+
 namespace galfast {
 
 template <typename T>

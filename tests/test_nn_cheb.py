@@ -1,0 +1,74 @@
+"""galfast.nn.ChebConv against torch_geometric's ChebConv (same weights, same inputs)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _layer_cases import assert_same_layer, awkward_graphs, graph_ids, positive_weights
+
+import galfast
+from galfast.nn import ChebConv
+
+pyg_nn = pytest.importorskip("torch_geometric.nn")
+
+GRAPHS = awkward_graphs()
+
+
+def _x(num_nodes: int) -> torch.Tensor:
+    return torch.randn(num_nodes, 8, generator=torch.Generator().manual_seed(1))
+
+
+def _lambda_max(name: str, normalization):
+    # Without edges L = D - A is 0, so the default lambda_max = 2 max L_ij is 0 and PyG
+    # divides by it (NaN); give one there.
+    return 2.0 if normalization is None and name == "no_edges" else None
+
+
+@pytest.mark.parametrize("name", graph_ids())
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])
+@pytest.mark.parametrize("K", [1, 2, 3])
+def test_matches_pyg(name, normalization, K):
+    edge_index, n = GRAPHS[name]
+    x = _x(n)
+    lam = _lambda_max(name, normalization)
+    pyg = pyg_nn.ChebConv(8, 6, K=K, normalization=normalization)
+    ours = ChebConv(8, 6, K=K, normalization=normalization)
+    assert_same_layer(pyg, ours, x, (x, edge_index, None, None, lam), (x, edge_index, None, lam))
+
+
+@pytest.mark.parametrize("name", graph_ids())
+@pytest.mark.parametrize("normalization", ["sym", "rw", None])
+def test_matches_pyg_weighted(name, normalization):
+    edge_index, n = GRAPHS[name]
+    x, w = _x(n), positive_weights(edge_index.size(1))
+    lam = _lambda_max(name, normalization)
+    pyg = pyg_nn.ChebConv(8, 6, K=3, normalization=normalization)
+    ours = ChebConv(8, 6, K=3, normalization=normalization)
+    assert_same_layer(pyg, ours, x, (x, edge_index, w, None, lam), (x, edge_index, w, lam), w)
+
+
+@pytest.mark.parametrize("lambda_max", [1.5, torch.tensor(3.0)], ids=["float", "tensor"])
+def test_matches_pyg_with_lambda_max(lambda_max):
+    edge_index, n = GRAPHS["random"]
+    x = _x(n)
+    pyg = pyg_nn.ChebConv(8, 6, K=3)
+    args = (x, edge_index, None, None, lambda_max)
+    assert_same_layer(pyg, ChebConv(8, 6, K=3), x, args, (x, edge_index, None, lambda_max))
+
+
+def test_graph_input_equals_edge_index_input():
+    edge_index, n = GRAPHS["loops_duplicates"]
+    conv = ChebConv(8, 6, K=3)
+    # Self loops are dropped and parallel edges add up, so the coalesced Graph is the same.
+    graph = galfast.Graph.from_edge_index(edge_index, n, torch.ones(edge_index.size(1)))
+    torch.testing.assert_close(conv(_x(n), graph), conv(_x(n), edge_index))
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="K must be"):
+        ChebConv(4, 4, K=0)
+    with pytest.raises(ValueError, match="normalization"):
+        ChebConv(4, 4, K=2, normalization="both")
+    edge_index, n = GRAPHS["random"]
+    with pytest.raises(ValueError, match="single value"):
+        ChebConv(8, 6, K=2)(_x(n), edge_index, lambda_max=torch.ones(2))

@@ -1,0 +1,85 @@
+"""galfast.nn.GATConv against torch_geometric's GATConv (same weights, same inputs)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from _layer_cases import assert_same_layer, awkward_graphs, graph_ids
+
+import galfast
+from galfast.nn import GATConv
+
+pyg_nn = pytest.importorskip("torch_geometric.nn")
+
+GRAPHS = awkward_graphs()
+
+
+def _x(num_nodes: int) -> torch.Tensor:
+    return torch.randn(num_nodes, 8, generator=torch.Generator().manual_seed(1))
+
+
+@pytest.mark.parametrize("name", graph_ids())
+@pytest.mark.parametrize("heads,concat", [(1, True), (3, True), (3, False)])
+@pytest.mark.parametrize("add_self_loops", [True, False])
+def test_matches_pyg(name, heads, concat, add_self_loops):
+    edge_index, n = GRAPHS[name]
+    x = _x(n)
+    kwargs = dict(heads=heads, concat=concat, add_self_loops=add_self_loops)
+    pyg = pyg_nn.GATConv(8, 5, **kwargs)
+    assert_same_layer(pyg, GATConv(8, 5, **kwargs), x, (x, edge_index), (x, edge_index))
+
+
+@pytest.mark.parametrize("name", graph_ids())
+def test_matches_pyg_options(name):
+    edge_index, n = GRAPHS[name]
+    x = _x(n)
+    kwargs = dict(heads=2, negative_slope=0.05, residual=True, bias=False, dropout=0.5)
+    # Attention dropout is only active in training: in eval mode both are deterministic.
+    pyg, ours = pyg_nn.GATConv(8, 4, **kwargs).eval(), GATConv(8, 4, **kwargs).eval()
+    assert_same_layer(pyg, ours, x, (x, edge_index), (x, edge_index))
+
+
+def test_state_dict_keys_match_pyg():
+    for kwargs in (dict(), dict(heads=4, residual=True), dict(bias=False, concat=False)):
+        pyg_keys = pyg_nn.GATConv(8, 5, **kwargs).state_dict().keys()
+        assert GATConv(8, 5, **kwargs).state_dict().keys() == pyg_keys
+
+
+def test_graph_input_equals_edge_index_input():
+    edge_index, n = GRAPHS["loops_duplicates"]
+    # Without parallel edges, a Graph is the same graph as its edge_index.
+    graph = galfast.Graph.from_edge_index(edge_index, n)
+    simple = graph.edge_index()
+    conv = GATConv(8, 5, heads=2)
+    torch.testing.assert_close(conv(_x(n), graph), conv(_x(n), simple))
+
+
+def test_dropout_in_training_is_seeded_by_torch():
+    edge_index, n = GRAPHS["random"]
+    conv = GATConv(8, 5, heads=2, dropout=0.5)
+    torch.manual_seed(0)
+    first = conv(_x(n), edge_index)
+    torch.manual_seed(0)
+    again = conv(_x(n), edge_index)
+    different = conv(_x(n), edge_index)
+    torch.testing.assert_close(first, again, atol=0, rtol=0)
+    assert not torch.allclose(first, different)
+    conv.eval()
+    torch.testing.assert_close(conv(_x(n), edge_index), conv(_x(n), edge_index), atol=0, rtol=0)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="edge_dim"):
+        GATConv(8, 4, edge_dim=3)
+    with pytest.raises(ValueError, match="single node type"):
+        GATConv((8, 6), 4)
+    with pytest.raises(ValueError, match="heads"):
+        GATConv(8, 4, heads=0)
+    with pytest.raises(ValueError, match="dropout"):
+        GATConv(8, 4, dropout=1.5)
+    edge_index, n = GRAPHS["random"]
+    conv = GATConv(8, 4)
+    with pytest.raises(ValueError, match="edge_attr"):
+        conv(_x(n), edge_index, torch.ones(edge_index.size(1), 3))
+    with pytest.raises(ValueError, match="x must be"):
+        conv(_x(n)[None], edge_index)
