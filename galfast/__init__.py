@@ -4,11 +4,22 @@ from __future__ import annotations
 
 from galfast import ops
 from galfast._native import _C
+from galfast.audit import AuditReport, audit
 from galfast.graph import Graph
+from galfast.train import GALTrainer, SensitiveAttribute
 
 __version__ = _C.build_info()["version"]
 
-__all__ = ["Graph", "build_info", "ops", "__version__"]
+__all__ = [
+    "AuditReport",
+    "GALTrainer",
+    "Graph",
+    "SensitiveAttribute",
+    "audit",
+    "build_info",
+    "ops",
+    "__version__",
+]
 
 
 def build_info() -> dict:

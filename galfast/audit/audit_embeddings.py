@@ -1,0 +1,299 @@
+"""galfast.audit: worst-case attackers trained post hoc on frozen embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Optional, Union
+
+import numpy as np
+import torch
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict
+from galfast.audit.bounds import TradeoffBound, tradeoff_bound
+from galfast.audit.metrics import attack_metrics, baseline_metrics
+from galfast.audit.report import AttackResult, AuditReport
+from galfast.audit.stats import summarize
+from galfast.graph import Graph
+from galfast.train.pairing import WALK_MODES, Pairing, PairingSpec, pair_nodes, parse_pairing
+from galfast.train.seeding import derive_seed
+from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
+
+__all__ = ["audit"]
+
+IndexLike = Union[Tensor, np.ndarray, Sequence[int]]
+
+
+def _as_index(name: str, idx: IndexLike, num_nodes: int) -> Tensor:
+    idx = torch.as_tensor(idx)
+    if idx.dtype == torch.bool:
+        if idx.numel() != num_nodes:
+            raise ValueError(f"{name} as a mask must have {num_nodes} entries, got {idx.numel()}")
+        idx = idx.nonzero().view(-1)
+    if idx.dim() != 1 or idx.dtype.is_floating_point:
+        raise ValueError(f"{name} must be a 1-D integer index (or bool mask) of nodes")
+    idx = idx.long().cpu()
+    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= num_nodes):
+        raise ValueError(f"{name} holds node ids outside [0, {num_nodes})")
+    return torch.unique(idx)
+
+
+def _split(known: KnownValues, idx: Tensor) -> tuple[Tensor, Tensor]:
+    """The split's nodes where the attribute is known, and their targets."""
+    rows, targets = known.lookup(idx.to(known.nodes.device))
+    return idx.to(known.nodes.device)[rows], targets
+
+
+def _paired_features(z, graph, nodes, targets, pairing: Pairing, seed: int, walk_mode: str):
+    paired = pair_nodes(graph, nodes, pairing, seed=seed, walk_mode=walk_mode)
+    return z[paired.partners], targets[paired.keep], paired.failures
+
+
+def _numpy(t: Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy()
+
+
+def audit(
+    embeddings: Tensor,
+    sensitive: Union[SensitiveAttribute, Sequence[SensitiveAttribute]],
+    *,
+    train_idx: IndexLike,
+    test_idx: IndexLike,
+    graph: Optional[Graph] = None,
+    attacks: Sequence[PairingSpec] = ("node", "neighbor", "nhop:2"),
+    attackers: Sequence[str] = ("mlp", "linear"),
+    seeds: int = 5,
+    task_labels: Optional[Tensor] = None,
+    task_lipschitz: Optional[float] = None,
+    epochs: int = 30,
+    batch_size: int = 256,
+    lr: float = 0.01,
+    hidden: Sequence[int] = (32, 32),
+    walk_mode: str = "paper",
+    seed: int = 0,
+    progress: bool = False,
+) -> AuditReport:
+    r"""Measures how much frozen embeddings leak sensitive attributes to a worst-case attacker.
+
+    For every attribute, attack (pairing) and attacker family, and for each of ``seeds``
+    seeds: pair every training node v with the node w whose embedding the attacker reads
+    (v itself, a random neighbour, an n-hop walk end; failed walks drop v), train a fresh
+    attacker on :math:`(z_w, A_v)` of the **training** nodes only, and score its predictions
+    on the held-out **test** nodes. Metrics are summarised as mean and 95% Student-t interval
+    over seeds; the strongest family per attack is the headline
+    (:meth:`AuditReport.headline`).
+
+    Args:
+        embeddings: ``[num_nodes, D]`` frozen embeddings (detached; audited where they are).
+        sensitive: a :class:`~galfast.train.SensitiveAttribute` or a sequence of them.
+        train_idx, test_idx: the attacker's split: node ids (or bool masks); nodes where an
+            attribute is unknown are skipped for it. Must be disjoint.
+        graph: needed for ``"neighbor"`` / ``"nhop:n"`` attacks (walks on it).
+        attacks: pairings, as accepted by :func:`~galfast.train.parse_pairing`.
+        attackers: families: ``"mlp"`` (:class:`~galfast.models.AttackerMLP` with ``hidden``)
+            and ``"linear"`` (logistic / softmax / linear regression).
+        seeds: repetitions (attacker initialisation, batch order and walks differ).
+        task_labels: optional ``[num_nodes]`` binary task labels Y (negative = unknown);
+            adds the paper's trade-off lower bound for every binary attribute
+            (:class:`~galfast.audit.TradeoffBound`, assumptions there).
+        task_lipschitz: the task head's Lipschitz constant C for that bound, when known.
+        epochs, batch_size, lr: attacker training (Adam; the paper's MovieLens attacker:
+            30 epochs, batches of 256).
+        walk_mode: ``sample_nhop``'s mode for the walks.
+        seed: base seed; seed k of the run uses keys derived from (seed, k).
+        progress: show a tqdm bar.
+
+    Returns:
+        :class:`~galfast.audit.AuditReport`.
+
+    Example:
+        >>> report = audit(trainer.embed(), gender, graph=graph, train_idx=train,
+        ...                test_idx=test)  # doctest: +SKIP
+        >>> print(report)  # doctest: +SKIP
+        >>> report.result("gender", "node").metrics["macro_f1"].mean  # doctest: +SKIP
+    """
+    if not isinstance(embeddings, Tensor) or embeddings.dim() != 2:
+        raise ValueError("embeddings must be a [num_nodes, D] tensor")
+    if not embeddings.is_floating_point():
+        raise ValueError(f"embeddings must be floating point, got {embeddings.dtype}")
+    if not bool(torch.isfinite(embeddings).all()):
+        raise ValueError("embeddings contain NaN or infinite values")
+    z = embeddings.detach()
+    num_nodes = z.size(0)
+    pairings = [parse_pairing(a) for a in attacks]
+    if not pairings or len({p.name for p in pairings}) != len(pairings):
+        raise ValueError(f"attacks must be a non-empty list of distinct pairings, got {attacks!r}")
+    families = list(attackers)
+    if (
+        not families
+        or any(f not in FAMILIES for f in families)
+        or len(set(families)) != len(families)
+    ):
+        raise ValueError(f"attackers must be distinct names among {FAMILIES}, got {attackers!r}")
+    if any(p.hops > 0 for p in pairings):
+        if not isinstance(graph, Graph):
+            raise ValueError("neighbor / n-hop attacks need graph= (a galfast.Graph)")
+        if graph.num_nodes != num_nodes:
+            raise ValueError(
+                f"the graph has {graph.num_nodes} nodes but embeddings has {num_nodes} rows"
+            )
+        graph = graph.to(z.device)
+    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
+        raise ValueError(f"seeds must be an int >= 1, got {seeds!r}")
+    if epochs < 1 or batch_size < 1 or lr <= 0:
+        raise ValueError("epochs and batch_size must be >= 1 and lr > 0")
+    train_idx = _as_index("train_idx", train_idx, num_nodes)
+    test_idx = _as_index("test_idx", test_idx, num_nodes)
+    if np.intersect1d(train_idx.numpy(), test_idx.numpy()).size:
+        raise ValueError(
+            "train_idx and test_idx overlap: the attacker must be scored on "
+            "nodes it was not trained on"
+        )
+    if walk_mode not in WALK_MODES:
+        raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {walk_mode!r}")
+    if task_labels is not None:
+        task_labels = torch.as_tensor(task_labels).to(z.device)
+        if task_labels.dim() != 1 or task_labels.numel() != num_nodes:
+            raise ValueError(f"task_labels must have shape [{num_nodes}] (negative = unknown)")
+    config = AttackerConfig(epochs, batch_size, lr, tuple(hidden))
+    attrs = as_attribute_list(sensitive)
+
+    results: list[AttackResult] = []
+    tradeoffs: list[TradeoffBound] = []
+    bar = tqdm(total=len(attrs) * len(pairings) * seeds, disable=not progress, desc="audit")
+    try:
+        for ai, attr in enumerate(attrs):
+            known = attr.known(num_nodes).to(z.device)
+            train_nodes, train_targets = _split(known, train_idx)
+            test_nodes, test_targets = _split(known, test_idx)
+            if train_nodes.numel() == 0 or test_nodes.numel() == 0:
+                raise ValueError(
+                    f"{attr.name}: the attribute is known on no training or no test node"
+                )
+            for pi, pairing in enumerate(pairings):
+                results += _run_attack(
+                    z,
+                    graph,
+                    attr,
+                    pairing,
+                    families,
+                    seeds,
+                    config,
+                    (train_nodes, train_targets, test_nodes, test_targets),
+                    key=(seed, ai, pi),
+                    walk_mode=walk_mode,
+                    bar=bar,
+                )
+            if task_labels is not None and attr.kind == "binary":
+                tradeoffs.append(_bound(z, attr, known, task_labels, results, task_lipschitz))
+    finally:
+        bar.close()
+    run_config: dict[str, Any] = {
+        "attacks": [p.name for p in pairings],
+        "attackers": families,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "lr": lr,
+        "hidden": list(hidden),
+        "walk_mode": walk_mode,
+        "seed": seed,
+        "n_train_idx": train_idx.numel(),
+        "n_test_idx": test_idx.numel(),
+    }
+    return AuditReport(results, tradeoffs, seeds, run_config)
+
+
+def _run_attack(
+    z, graph, attr, pairing, families, seeds, config, split, *, key, walk_mode, bar
+) -> list[AttackResult]:
+    train_nodes, train_targets, test_nodes, test_targets = split
+    metrics = {f: [] for f in families}
+    baselines, n_train, n_test, failures = [], [], [], []
+    for s in range(seeds):
+        base, ai, pi = key
+        x_tr, y_tr, f_tr = _paired_features(
+            z,
+            graph,
+            train_nodes,
+            train_targets,
+            pairing,
+            derive_seed(base, "audit", ai, pi, s, 0),
+            walk_mode,
+        )
+        x_te, y_te, f_te = _paired_features(
+            z,
+            graph,
+            test_nodes,
+            test_targets,
+            pairing,
+            derive_seed(base, "audit", ai, pi, s, 1),
+            walk_mode,
+        )
+        if x_tr.size(0) == 0 or x_te.size(0) == 0:
+            raise ValueError(
+                f"{attr.name}, attack {pairing.name!r}: every walk failed on the "
+                "training or the test nodes"
+            )
+        n_train.append(x_tr.size(0))
+        n_test.append(x_te.size(0))
+        failures.append(f_tr + f_te)
+        y_tr_np, y_te_np = _numpy(y_tr), _numpy(y_te)
+        if attr.kind == "multilabel":
+            y_tr_np, y_te_np = y_tr_np.astype(np.int64), y_te_np.astype(np.int64)
+        baselines.append(baseline_metrics(attr.kind, y_tr_np, y_te_np))
+        for fi, family in enumerate(families):
+            pred = fit_and_predict(
+                family,
+                attr.kind,
+                attr.num_outputs,
+                x_tr,
+                y_tr,
+                x_te,
+                seed=derive_seed(base, "audit", ai, pi, s, fi + 2),
+                config=config,
+            )
+            scores = None if pred.scores is None else _numpy(pred.scores)
+            metrics[family].append(attack_metrics(attr.kind, y_te_np, _numpy(pred.pred), scores))
+        bar.update(1)
+    baseline = {}
+    for name in baselines[0]:
+        values = [b[name] for b in baselines if b[name] is not None]
+        if values:
+            baseline[name] = float(np.mean(values))
+    out = []
+    for family in families:
+        summary = {}
+        for name in metrics[family][0]:
+            values = [m[name] for m in metrics[family] if m[name] is not None]
+            if values:
+                summary[name] = summarize(values)
+        out.append(
+            AttackResult(
+                attr.name,
+                attr.kind,
+                pairing.name,
+                family,
+                summary,
+                baseline,
+                float(np.mean(n_train)),
+                float(np.mean(n_test)),
+                float(np.mean(failures)),
+            )
+        )
+    return out
+
+
+def _bound(z, attr, known, task_labels, results, lipschitz) -> TradeoffBound:
+    y_known = task_labels[known.nodes]
+    both = y_known >= 0
+    node_cells = [
+        r
+        for r in results
+        if r.attribute == attr.name and r.attack == "node" and "advantage" in r.metrics
+    ]
+    advantage = max((r.metrics["advantage"].mean for r in node_cells), default=None)
+    radius = float(z.norm(dim=1).max())
+    return tradeoff_bound(
+        attr.name, known.targets.view(-1)[both], y_known[both], radius, advantage, lipschitz
+    )

@@ -1,0 +1,157 @@
+"""The audit report: per attack and attacker family, metrics with confidence intervals."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from galfast.audit.bounds import TradeoffBound
+from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger
+from galfast.audit.stats import MetricSummary
+
+__all__ = ["AttackResult", "AuditReport"]
+
+PAPER_NOTE = (
+    "auc = ranking ROC-AUC from the attacker's scores. The paper's MovieLens 'AUC' "
+    "was computed on thresholded predictions, which equals balanced_accuracy: compare "
+    "balanced_accuracy with the paper's AUC column, macro_f1 with its F1 columns."
+)
+
+
+@dataclass
+class AttackResult:
+    """One (attribute, attack, attacker family) cell of the audit.
+
+    Attributes:
+        attribute, kind: the sensitive attribute and its kind.
+        attack: the pairing (``"node"``, ``"neighbor"``, ``"nhop:n"``).
+        attacker: the family (``"mlp"``, ``"linear"``).
+        metrics: metric name -> :class:`MetricSummary` over seeds.
+        baseline: the same metrics for the majority-class (mean) predictor, averaged over seeds.
+        n_train, n_test: nodes with a successful pairing, averaged over seeds.
+        pair_failures: walks that failed (nodes dropped), averaged over seeds.
+    """
+
+    attribute: str
+    kind: str
+    attack: str
+    attacker: str
+    metrics: dict[str, MetricSummary]
+    baseline: dict[str, float]
+    n_train: float
+    n_test: float
+    pair_failures: float
+
+    @property
+    def primary(self) -> str:
+        return PRIMARY_METRIC[self.kind]
+
+    def strength(self) -> float:
+        """The primary metric's mean, signed so that larger = stronger attacker."""
+        value = self.metrics[self.primary].mean
+        return value if higher_is_stronger(self.primary) else -value
+
+
+@dataclass
+class AuditReport:
+    """What :func:`galfast.audit` found. ``str(report)`` prints tables; :meth:`to_json`
+    serialises everything.
+
+    The headline is the worst case: for each attribute and attack, the strongest attacker
+    family (highest macro-F1; lowest MAE for continuous attributes), see :meth:`headline`.
+    """
+
+    results: list[AttackResult]
+    tradeoff: list[TradeoffBound] = field(default_factory=list)
+    seeds: int = 1
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def headline(self) -> list[AttackResult]:
+        """The strongest family per (attribute, attack), in the order the attacks ran."""
+        best: dict[tuple[str, str], AttackResult] = {}
+        for r in self.results:
+            key = (r.attribute, r.attack)
+            if key not in best or r.strength() > best[key].strength():
+                best[key] = r
+        return list(best.values())
+
+    def worst_case(self, attribute: str) -> AttackResult:
+        """The strongest (attack, family) for ``attribute``."""
+        cells = [r for r in self.results if r.attribute == attribute]
+        if not cells:
+            raise ValueError(f"no results for attribute {attribute!r}")
+        return max(cells, key=AttackResult.strength)
+
+    def result(self, attribute: str, attack: str, attacker: Optional[str] = None) -> AttackResult:
+        """The cell for (attribute, attack, family); the strongest family when None."""
+        cells = [
+            r
+            for r in self.results
+            if r.attribute == attribute
+            and r.attack == attack
+            and (attacker is None or r.attacker == attacker)
+        ]
+        if not cells:
+            raise ValueError(f"no result for {attribute!r}, {attack!r}, {attacker!r}")
+        return max(cells, key=AttackResult.strength)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain Python data (JSON-ready): results, headline keys, bounds, config."""
+        return {
+            "seeds": self.seeds,
+            "config": dict(self.config),
+            "results": [dataclasses.asdict(r) for r in self.results],
+            "headline": [
+                {"attribute": r.attribute, "attack": r.attack, "attacker": r.attacker}
+                for r in self.headline()
+            ],
+            "tradeoff": [dataclasses.asdict(t) for t in self.tradeoff],
+            "note": PAPER_NOTE,
+        }
+
+    def to_json(self, indent: Optional[int] = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+
+    def __str__(self) -> str:
+        blocks = []
+        headline = {id(r) for r in self.headline()}
+        for attribute in dict.fromkeys(r.attribute for r in self.results):
+            cells = [r for r in self.results if r.attribute == attribute]
+            names = list(dict.fromkeys(m for r in cells for m in r.metrics))
+            header = ["attack", "attacker", *names, f"baseline {cells[0].primary}", "n_test"]
+            rows = [header]
+            for r in cells:
+                mark = "*" if id(r) in headline else ""
+                rows.append(
+                    [
+                        r.attack,
+                        r.attacker + mark,
+                        *(str(r.metrics[m]) if m in r.metrics else "-" for m in names),
+                        f"{r.baseline[r.primary]:.3f}",
+                        f"{r.n_test:.0f}",
+                    ]
+                )
+            widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+            lines = [
+                f"{attribute} ({cells[0].kind}), mean ± 95% CI over {self.seeds} seed(s); "
+                "* = strongest family (headline)"
+            ]
+            for i, row in enumerate(rows):
+                lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
+                if i == 0:
+                    lines.append("  ".join("-" * w for w in widths))
+            blocks.append("\n".join(lines))
+        for t in self.tradeoff:
+            line = (
+                f"trade-off ({t.attribute}): delta_Y|A = {t.delta_y_given_a:.3f}, "
+                f"alpha = {t.alpha:.3f}: any task classifier errs >= "
+                f"{t.error_bound_at_zero_advantage:.3f} at zero advantage"
+            )
+            if t.error_bound is not None:
+                line += f"; >= {t.error_bound:.3f} at the measured advantage (estimate)"
+            blocks.append(line)
+        if any(r.kind == "binary" for r in self.results):
+            blocks.append(PAPER_NOTE)
+        return "\n\n".join(blocks)

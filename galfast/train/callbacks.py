@@ -1,0 +1,92 @@
+"""Epoch-level hooks for :class:`GALTrainer`: periodic evaluation, early stopping, checkpoints."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Callable
+
+if TYPE_CHECKING:
+    from galfast.train.trainer import GALTrainer
+
+__all__ = ["Callback", "CheckpointEvery", "EarlyStopping", "EvaluateEvery"]
+
+
+class Callback:
+    """Base class. ``on_fit_start`` runs when :meth:`GALTrainer.fit` starts (also after a
+    resume, with the restored history); ``on_epoch_end`` runs after every epoch with that
+    epoch's record ``logs`` (mutable: add metrics to it). Set ``trainer.stop_training = True``
+    to end the fit after the current epoch."""
+
+    def on_fit_start(self, trainer: GALTrainer) -> None:
+        """Called once per ``fit`` before the first epoch."""
+
+    def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
+        """Called after each epoch."""
+
+
+class EvaluateEvery(Callback):
+    """Calls ``evaluate(trainer) -> {name: value}`` every ``every`` epochs (epoch numbers
+    divisible by ``every``) and adds the values to that epoch's record.
+
+    Example:
+        >>> EvaluateEvery(lambda t: {"val_rmse": my_rmse(t.embed())}, every=5)  # doctest: +SKIP
+    """
+
+    def __init__(self, evaluate: Callable[[GALTrainer], Mapping[str, float]], every: int = 1):
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.evaluate, self.every = evaluate, every
+
+    def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
+        if logs["epoch"] % self.every == 0:
+            logs.update({k: float(v) for k, v in self.evaluate(trainer).items()})
+
+
+class EarlyStopping(Callback):
+    """Stops when ``monitor`` has not improved by more than ``min_delta`` for ``patience``
+    consecutive evaluations (epochs whose record lacks ``monitor`` are ignored). Its state is
+    rebuilt from the trainer's history at every fit start, so it survives a resume."""
+
+    def __init__(
+        self, monitor: str, mode: str = "min", patience: int = 5, min_delta: float = 0.0
+    ) -> None:
+        if mode not in ("min", "max"):
+            raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
+        if patience < 1 or min_delta < 0:
+            raise ValueError("patience must be >= 1 and min_delta >= 0")
+        self.monitor, self.mode, self.patience, self.min_delta = monitor, mode, patience, min_delta
+        self.best, self.wait = math.inf, 0
+
+    def _observe(self, value: float) -> None:
+        score = value if self.mode == "min" else -value
+        if score < self.best - self.min_delta:
+            self.best, self.wait = score, 0
+        else:
+            self.wait += 1
+
+    def on_fit_start(self, trainer: GALTrainer) -> None:
+        self.best, self.wait = math.inf, 0
+        for value in trainer.history.column(self.monitor):
+            if value is not None:
+                self._observe(value)
+
+    def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
+        if self.monitor in logs:
+            self._observe(float(logs[self.monitor]))
+        if self.wait >= self.patience:
+            trainer.stop_training = True
+
+
+class CheckpointEvery(Callback):
+    """Saves ``trainer.save_checkpoint(path)`` every ``every`` epochs; ``path`` may contain
+    ``{epoch}``, e.g. ``"ckpt/epoch{epoch:03d}.pt"``."""
+
+    def __init__(self, path: str, every: int = 1) -> None:
+        if every < 1:
+            raise ValueError(f"every must be >= 1, got {every}")
+        self.path, self.every = path, every
+
+    def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
+        if logs["epoch"] % self.every == 0:
+            trainer.save_checkpoint(self.path.format(epoch=logs["epoch"]))

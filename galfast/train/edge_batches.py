@@ -1,0 +1,148 @@
+"""Edge-level task batches: link prediction with negative sampling, and rating prediction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from galfast.train.batching import check_batch_size, index_batches
+
+__all__ = ["LinkBatch", "LinkBatches", "RatingBatch", "RatingBatches"]
+
+
+def _check_edge_index(edge_index: Tensor) -> Tensor:
+    if (
+        not isinstance(edge_index, Tensor)
+        or edge_index.dim() != 2
+        or edge_index.size(0) != 2
+        or edge_index.dtype not in (torch.int64, torch.int32)
+    ):
+        raise ValueError("edge_index must be an int64 tensor of shape [2, num_edges]")
+    return edge_index.long()
+
+
+@dataclass(frozen=True, eq=False)
+class LinkBatch:
+    """Candidate edges ``src -> dst`` ``[B]`` with ``label`` 1 (observed) or 0 (negative)."""
+
+    src: Tensor
+    dst: Tensor
+    label: Tensor
+
+    def to(self, device) -> LinkBatch:
+        return LinkBatch(self.src.to(device), self.dst.to(device), self.label.to(device))
+
+
+class LinkBatches:
+    """Re-iterable link-prediction batches: each batch holds ``batch_size`` observed edges and,
+    for each, ``negatives`` corrupted edges ``(src, random node)`` drawn uniformly afresh every
+    epoch (negatives may occasionally hit an observed edge, the usual cheap approximation).
+
+    Args:
+        edge_index: ``[2, E]`` observed (training) edges.
+        num_nodes: nodes to draw corrupted destinations from.
+        batch_size: observed edges per batch; None = all (full-graph training).
+        negatives: negative edges per observed edge (>= 0).
+        shuffle: reshuffle the observed edges every epoch.
+    """
+
+    def __init__(
+        self,
+        edge_index: Tensor,
+        num_nodes: int,
+        batch_size: Optional[int] = None,
+        negatives: int = 1,
+        shuffle: bool = True,
+    ) -> None:
+        self.edge_index = _check_edge_index(edge_index)
+        if num_nodes < 1 or (self.edge_index.numel() and int(self.edge_index.max()) >= num_nodes):
+            raise ValueError(f"num_nodes={num_nodes} does not cover the node ids in edge_index")
+        if negatives < 0:
+            raise ValueError(f"negatives must be >= 0, got {negatives}")
+        check_batch_size(batch_size)
+        self.num_nodes, self.batch_size = num_nodes, batch_size
+        self.negatives, self.shuffle = negatives, shuffle
+
+    def __len__(self) -> int:
+        size = self.batch_size or max(self.edge_index.size(1), 1)
+        return -(-self.edge_index.size(1) // size)
+
+    def __iter__(self) -> Iterator[LinkBatch]:
+        for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
+            src, dst = self.edge_index[:, idx.to(self.edge_index.device)]
+            neg_src = src.repeat(self.negatives)
+            neg_dst = torch.randint(self.num_nodes, (neg_src.numel(),)).to(src.device)
+            label = torch.cat([torch.ones(src.numel()), torch.zeros(neg_src.numel())])
+            yield LinkBatch(
+                torch.cat([src, neg_src]), torch.cat([dst, neg_dst]), label.to(src.device)
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class RatingBatch:
+    """Rated pairs ``src -> dst`` ``[B]``: ``level`` int64 index into the rating levels (the
+    class for a GC-MC decoder) and ``rating`` the float rating value."""
+
+    src: Tensor
+    dst: Tensor
+    level: Tensor
+    rating: Tensor
+
+    def to(self, device) -> RatingBatch:
+        return RatingBatch(
+            self.src.to(device), self.dst.to(device), self.level.to(device), self.rating.to(device)
+        )
+
+
+class RatingBatches:
+    """Re-iterable rating-prediction batches (MovieLens: user -> movie edges rated 1..5).
+
+    Args:
+        edge_index: ``[2, E]`` rated pairs (user, item).
+        ratings: ``[E]`` rating values, each one of ``levels``.
+        levels: the possible ratings in increasing order (default: the sorted distinct values).
+        batch_size: ratings per batch (8,192 in the paper's MovieLens runs); None = all.
+        shuffle: reshuffle every epoch.
+    """
+
+    def __init__(
+        self,
+        edge_index: Tensor,
+        ratings: Tensor,
+        levels: Optional[Sequence[float]] = None,
+        batch_size: Optional[int] = 8192,
+        shuffle: bool = True,
+    ) -> None:
+        self.edge_index = _check_edge_index(edge_index)
+        if ratings.dim() != 1 or ratings.numel() != self.edge_index.size(1):
+            raise ValueError(
+                f"ratings must have shape [{self.edge_index.size(1)}], got {list(ratings.shape)}"
+            )
+        check_batch_size(batch_size)
+        values = ratings.to(torch.get_default_dtype())
+        self.levels = (
+            torch.unique(values)
+            if levels is None
+            else torch.as_tensor(levels, dtype=values.dtype, device=values.device)
+        )
+        if self.levels.numel() == 0 or bool((self.levels.diff() <= 0).any()):
+            raise ValueError("levels must be a non-empty, strictly increasing sequence")
+        level = torch.searchsorted(self.levels, values).clamp_max(self.levels.numel() - 1)
+        if not bool((self.levels[level] == values).all()):
+            raise ValueError(f"a rating is not one of the levels {self.levels.tolist()}")
+        self.level, self.rating = level, values
+        self.batch_size, self.shuffle = batch_size, shuffle
+
+    def __len__(self) -> int:
+        size = self.batch_size or max(self.edge_index.size(1), 1)
+        return -(-self.edge_index.size(1) // size)
+
+    def __iter__(self) -> Iterator[RatingBatch]:
+        for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
+            idx = idx.to(self.edge_index.device)
+            src, dst = self.edge_index[:, idx]
+            yield RatingBatch(src, dst, self.level[idx], self.rating[idx])

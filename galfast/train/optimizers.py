@@ -1,0 +1,52 @@
+"""Building the trainer's optimizers from a name or a factory."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Callable, Union
+
+import torch
+from torch import nn
+
+__all__ = ["OPTIMIZERS", "make_optimizer", "unique_parameters"]
+
+OPTIMIZERS = {
+    "adam": torch.optim.Adam,
+    "adamw": torch.optim.AdamW,
+    "sgd": torch.optim.SGD,
+    "rmsprop": torch.optim.RMSprop,
+}
+
+OptimizerSpec = Union[str, Callable[..., torch.optim.Optimizer]]
+
+
+def check_optimizer(spec: OptimizerSpec) -> None:
+    if isinstance(spec, str) and spec not in OPTIMIZERS:
+        raise ValueError(
+            f"optimizer must be one of {sorted(OPTIMIZERS)} or a callable "
+            f"(params, lr) -> Optimizer, got {spec!r}"
+        )
+    if not isinstance(spec, str) and not callable(spec):
+        raise ValueError(f"optimizer must be a name or a callable, got {type(spec).__name__}")
+
+
+def unique_parameters(*modules: object) -> list[nn.Parameter]:
+    """The trainable parameters of ``modules`` (non-modules contribute none), each once, in
+    order (a head may share weights with the encoder)."""
+    seen, params = set(), []
+    for module in modules:
+        if not isinstance(module, nn.Module):
+            continue
+        for p in module.parameters():
+            if p.requires_grad and id(p) not in seen:
+                seen.add(id(p))
+                params.append(p)
+    return params
+
+
+def make_optimizer(
+    spec: OptimizerSpec, params: Iterable[nn.Parameter], lr: float
+) -> torch.optim.Optimizer:
+    """``OPTIMIZERS[spec](params, lr=lr)`` for a name, else ``spec(params, lr=lr)``."""
+    factory = OPTIMIZERS[spec] if isinstance(spec, str) else spec
+    return factory(list(params), lr=lr)

@@ -1,0 +1,225 @@
+"""Describes a sensitive node attribute: its kind, its values and the nodes where it is known."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import torch
+from torch import Tensor
+
+__all__ = ["KINDS", "KnownValues", "SensitiveAttribute", "as_attribute_list"]
+
+KINDS = ("binary", "categorical", "multilabel", "continuous")
+
+
+@dataclass(frozen=True, eq=False)
+class KnownValues:
+    """An attribute restricted to the nodes where it is known.
+
+    Attributes:
+        nodes: ``[K]`` int64 node (or graph) ids, sorted ascending.
+        targets: ``[K]`` int64 classes (binary, categorical), ``[K, L]`` float 0/1 labels
+            (multilabel) or ``[K, D]`` float values (continuous).
+    """
+
+    nodes: Tensor
+    targets: Tensor
+
+    def to(self, device) -> KnownValues:
+        return KnownValues(self.nodes.to(device), self.targets.to(device))
+
+    def lookup(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        """For ``ids`` (any order, maybe unknown ones): ``(positions in ids that are known,
+        their targets)``."""
+        pos = torch.searchsorted(self.nodes, ids).clamp_max(self.nodes.numel() - 1)
+        keep = (self.nodes[pos] == ids).nonzero().view(-1)
+        return keep, self.targets[pos[keep]]
+
+
+@dataclass(frozen=True, eq=False)
+class SensitiveAttribute:
+    """A sensitive node attribute A for GAL training and auditing.
+
+    Args:
+        name: a unique label (used in histories and reports), e.g. ``"gender"``.
+        kind: ``"binary"`` (values 0/1), ``"categorical"`` (class ids 0..C-1),
+            ``"multilabel"`` (a 0/1 matrix ``[rows, L]``, one column per label) or
+            ``"continuous"`` (float ``[rows]`` or ``[rows, D]``).
+        values: the attribute values; their rows are aligned with ``index`` when it is given,
+            else with all nodes (``num_nodes`` rows).
+        mask: optional ``[num_nodes]`` bool tensor: the attribute is known where True (values
+            at False rows are ignored). MovieLens: users, not movies.
+        index: optional ``[K]`` int64 ids of the nodes where it is known; ``values`` then has
+            ``K`` rows. At most one of ``mask`` and ``index``.
+        num_classes: categorical only: the number of classes (default: largest value + 1).
+
+    Example:
+        >>> gender = SensitiveAttribute("gender", "binary", torch.tensor([0, 1, 1]),
+        ...                             index=torch.tensor([0, 1, 2]))
+        >>> gender.known(num_nodes=5).nodes
+        tensor([0, 1, 2])
+    """
+
+    name: str
+    kind: str
+    values: Tensor
+    mask: Optional[Tensor] = None
+    index: Optional[Tensor] = None
+    num_classes: Optional[int] = field(default=None)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"name must be a non-empty string, got {self.name!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"{self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not isinstance(self.values, Tensor):
+            raise ValueError(
+                f"{self.name}: values must be a torch.Tensor, got {type(self.values).__name__}"
+            )
+        if self.values.dim() == 0:
+            raise ValueError(f"{self.name}: values must have one row per node, got a scalar")
+        if self.mask is not None and self.index is not None:
+            raise ValueError(f"{self.name}: give either mask or index, not both")
+        if self.mask is not None:
+            self._check_mask()
+        if self.index is not None:
+            self._check_index()
+        self._check_values()
+        if self.kind == "categorical":
+            known = self._known_rows()
+            largest = int(known.max()) + 1 if known.numel() else 1
+            if self.num_classes is None:
+                object.__setattr__(self, "num_classes", max(largest, 2))
+            elif self.num_classes < largest:
+                raise ValueError(
+                    f"{self.name}: num_classes={self.num_classes} but a value is {largest - 1}"
+                )
+        elif self.num_classes is not None:
+            raise ValueError(f"{self.name}: num_classes only applies to categorical attributes")
+
+    # ---------------------------------------------------------------- validation
+    def _check_values(self) -> None:
+        v, name = self.values, self.name
+        if self.kind in ("binary", "categorical"):
+            if v.dim() != 1 or v.dtype.is_floating_point or v.dtype == torch.bool:
+                raise ValueError(
+                    f"{name}: {self.kind} values must be a 1-D integer tensor, "
+                    f"got shape {list(v.shape)} dtype {v.dtype}"
+                )
+        elif self.kind == "multilabel":
+            if v.dim() != 2:
+                raise ValueError(
+                    f"{name}: multilabel values must be a [rows, labels] 0/1 "
+                    f"matrix, got shape {list(v.shape)}"
+                )
+        elif v.dim() not in (1, 2) or not v.dtype.is_floating_point:
+            raise ValueError(
+                f"{name}: continuous values must be a float tensor [rows] or "
+                f"[rows, D], got shape {list(v.shape)} dtype {v.dtype}"
+            )
+        known = self._known_rows()
+        if (
+            self.kind == "binary"
+            and known.numel()
+            and not bool(((known == 0) | (known == 1)).all())
+        ):
+            raise ValueError(f"{name}: binary values must be 0 or 1")
+        if self.kind == "categorical" and known.numel() and int(known.min()) < 0:
+            raise ValueError(f"{name}: categorical values must be class ids >= 0")
+        if self.kind == "multilabel" and known.numel():
+            if not bool(((known == 0) | (known == 1)).all()):
+                raise ValueError(f"{name}: multilabel values must be 0 or 1")
+        if self.kind == "continuous" and not bool(torch.isfinite(known).all()):
+            raise ValueError(f"{name}: continuous values contain NaN or infinite entries")
+
+    def _check_mask(self) -> None:
+        m = self.mask
+        if not isinstance(m, Tensor) or m.dtype != torch.bool or m.dim() != 1:
+            raise ValueError(f"{self.name}: mask must be a 1-D bool tensor")
+        if m.numel() != self.values.size(0):
+            raise ValueError(
+                f"{self.name}: mask has {m.numel()} entries but values has "
+                f"{self.values.size(0)} rows (with a mask, values covers all nodes)"
+            )
+
+    def _check_index(self) -> None:
+        i = self.index
+        if not isinstance(i, Tensor) or i.dim() != 1 or i.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"{self.name}: index must be a 1-D int64 tensor of node ids")
+        if i.numel() != self.values.size(0):
+            raise ValueError(
+                f"{self.name}: index has {i.numel()} entries but values has "
+                f"{self.values.size(0)} rows"
+            )
+        if i.numel() and int(i.min()) < 0:
+            raise ValueError(f"{self.name}: index holds a negative node id")
+        if torch.unique(i).numel() != i.numel():
+            raise ValueError(f"{self.name}: index holds a node id twice")
+
+    def _known_rows(self) -> Tensor:
+        return self.values if self.mask is None else self.values[self.mask.to(self.values.device)]
+
+    # ---------------------------------------------------------------- facts
+    @property
+    def num_outputs(self) -> int:
+        """Outputs an adversary needs: 1 (binary logit; 2 softmax outputs are also accepted),
+        C (categorical), L (multilabel), D (continuous)."""
+        if self.kind == "binary":
+            return 1
+        if self.kind == "categorical":
+            return int(self.num_classes)
+        return 1 if self.values.dim() == 1 else self.values.size(1)
+
+    def known(self, num_nodes: Optional[int] = None) -> KnownValues:
+        """The nodes where the attribute is known and their targets, checked against a graph
+        of ``num_nodes`` nodes (None: ids are not range-checked, e.g. graph-level datasets)."""
+        if self.index is not None:
+            if num_nodes is not None and self.index.numel() and int(self.index.max()) >= num_nodes:
+                raise ValueError(
+                    f"{self.name}: index refers to node {int(self.index.max())} but "
+                    f"there are {num_nodes} nodes"
+                )
+            order = torch.argsort(self.index)
+            nodes, targets = self.index[order].long(), self.values[order.to(self.values.device)]
+        else:
+            num_nodes = self.values.size(0) if num_nodes is None else num_nodes
+            if self.values.size(0) != num_nodes:
+                what = "mask" if self.mask is not None else "values"
+                raise ValueError(
+                    f"{self.name}: {what} has {self.values.size(0)} rows but there "
+                    f"are {num_nodes} nodes"
+                )
+            nodes = torch.arange(num_nodes, device=self.values.device)
+            targets = self.values
+            if self.mask is not None:
+                mask = self.mask.to(self.values.device)
+                nodes, targets = nodes[mask], targets[mask]
+        if nodes.numel() == 0:
+            raise ValueError(f"{self.name}: the attribute is known on no node")
+        if self.kind in ("binary", "categorical"):
+            targets = targets.long()
+        elif not targets.is_floating_point():
+            targets = targets.to(torch.get_default_dtype()).reshape(targets.size(0), -1)
+        else:
+            targets = targets.reshape(targets.size(0), -1)
+        return KnownValues(nodes.to(targets.device), targets)
+
+
+def as_attribute_list(
+    sensitive: Union[SensitiveAttribute, Sequence[SensitiveAttribute]],
+) -> list[SensitiveAttribute]:
+    """Normalises one attribute or a sequence of them to a list with unique names."""
+    attrs = [sensitive] if isinstance(sensitive, SensitiveAttribute) else list(sensitive)
+    if not attrs:
+        raise ValueError("sensitive must hold at least one SensitiveAttribute")
+    for a in attrs:
+        if not isinstance(a, SensitiveAttribute):
+            raise ValueError(
+                f"sensitive must hold SensitiveAttribute objects, got {type(a).__name__}"
+            )
+    names = [a.name for a in attrs]
+    if len(set(names)) != len(names):
+        raise ValueError(f"sensitive attribute names must be unique, got {names}")
+    return attrs

@@ -1,0 +1,619 @@
+"""GALTrainer: the GAL minimax (paper.md, "Objective" and "Training", Algorithm 1)."""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Union
+
+import torch
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from galfast.graph import Graph
+from galfast.train.adversary_losses import DISTANCES, adversary_loss, check_outputs, clip_weights
+from galfast.train.callbacks import Callback
+from galfast.train.encoding import move_to_device, node_inputs
+from galfast.train.grad_reverse import grad_reverse
+from galfast.train.history import History
+from galfast.train.optimizers import (
+    OptimizerSpec,
+    check_optimizer,
+    make_optimizer,
+    unique_parameters,
+)
+from galfast.train.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
+from galfast.train.seeding import derive_seed, seeded_generator, seeded_globals
+from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
+
+__all__ = ["GALTrainer"]
+
+SCHEDULES = ("after", "instead")
+CHECKPOINT_FORMAT = 1
+# Hyperparameters a checkpoint records; a resumed trainer must match them to be exact.
+CONFIG_KEYS = (
+    "distance",
+    "lam",
+    "pairing",
+    "adv_every",
+    "adv_schedule",
+    "adv_batch_size",
+    "pretrain_epochs",
+    "lr",
+    "clip",
+    "seed",
+    "optimizer",
+    "walk_mode",
+)
+
+AttackerSpec = Union[nn.Module, Mapping[str, nn.Module], None]
+SensitiveSpec = Union[SensitiveAttribute, Sequence[SensitiveAttribute], None]
+
+
+@dataclass(frozen=True, eq=False)
+class _Adversary:
+    """One sensitive attribute with its known values and its attacker."""
+
+    attribute: SensitiveAttribute
+    known: KnownValues
+    attacker: nn.Module
+
+
+def _check_number(
+    name: str, value: Any, *, minimum: float, strict: bool = False, integer: bool = False
+) -> None:
+    kind = int if integer else (int, float)
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and (value > minimum if strict else value >= minimum)
+    if not ok:
+        what = "an int" if integer else "a finite number"
+        raise ValueError(
+            f"{name} must be {what} {'>' if strict else '>='} {minimum}, got {value!r}"
+        )
+
+
+class GALTrainer:
+    r"""Trains an encoder whose embeddings serve a task while hiding sensitive attributes.
+
+    The GAL objective (TV form; the Wasserstein form replaces the adversary's loss by the
+    dual critic gap, see :func:`~galfast.train.wasserstein_gap`):
+
+    .. math::
+        \min_{g,h} \max_f \; \varepsilon_Y(h(g(X))) - \lambda\, \varepsilon_A(f(g(X)))
+
+    Each step encodes the whole graph, ``z = encoder(inputs, graph)`` (protocol in
+    :mod:`galfast.train.encoding`). A *task step* minimises ``task_loss(task_head(z, batch),
+    batch)`` with the task optimizer over (encoder, head). An *adversary step* re-encodes,
+    feeds ``GradReverse(z)`` (rows picked by the pairing) to each attribute's attacker and
+    minimises the summed adversary loss with the adversary optimizer over (attackers,
+    encoder), whose learning rate is ``lr * lam``: the attackers descend while the reversed
+    gradient makes the encoder ascend. ``lam = 0`` builds no adversary optimizer and never
+    runs an adversary step.
+
+    Scheduling the two steps (``adv_every = n``):
+
+    - ``adv_schedule="after"`` (default): every batch gives a task step, and an adversary step
+      follows every n-th one. ``adv_every=1`` is the reference MovieLens runs (an adversary
+      step after each task step).
+    - ``adv_schedule="instead"``: every n-th batch is used for an adversary step instead of a
+      task step (Algorithm 1 with :math:`n_a = n`; needs ``n >= 2``).
+
+    Batches are counted from the start of training (pre-training included). The first
+    ``pretrain_epochs`` epochs are task-only.
+
+    Args:
+        encoder: ``encoder(inputs, graph) -> z [num_nodes, D]`` (or see ``GraphBatch``).
+        task_head: ``task_head(z, batch) -> pred``; an ``nn.Module`` (trained) or a plain
+            callable. Ready-made: ``NodeHead``, ``EdgeHead``, ``GraphHead``.
+        attacker: the simulated adversary ``f``: one module (one sensitive attribute) or a
+            mapping ``{attribute name: module}`` (one adversary per attribute). Outputs per
+            attribute kind: binary 1 logit (or 2 scores), categorical C scores, multilabel L
+            logits, continuous D values. May be None only when ``lam == 0``.
+        task_loss: ``task_loss(pred, batch) -> scalar``. Ready-made: ``link_loss``,
+            ``rating_cross_entropy``, ``classification_loss``, ...
+        distance: ``"tv"`` (cross-entropy / MSE adversary) or ``"wasserstein"`` (dual critic on
+            class-conditional means, attacker weights clipped to ``[-clip, clip]`` after each
+            adversary step; discrete attributes only).
+        lam: the trade-off :math:`\lambda \ge 0`; scales the adversary's learning rate.
+        pairing: ``"node"``, ``"neighbor"``, ``("nhop", n)`` or ``"nhop:n"``: the attacker
+            predicts :math:`A_v` from the embedding of v, of a random neighbour, or of an
+            n-hop walk end (:func:`galfast.ops.sample_nhop`, fresh randomness every step;
+            failed walks are dropped and counted in the history).
+        adv_every, adv_schedule: see above.
+        adv_batch_size: nodes per adversary step, drawn afresh among those where the
+            attribute is known (None = all of them; the MovieLens runs used 256 users).
+        pretrain_epochs: task-only epochs at the start.
+        lr: task learning rate; the adversary's is ``lr * lam``.
+        clip: Wasserstein critic weight bound ``c`` (unused for ``"tv"``).
+        seed: every random draw of the run is keyed by (seed, epoch, step): the trainer's own
+            draws (adversary batches, walks) by step, and whatever the batches and modules
+            draw from torch's, NumPy's or Python's global generators (shuffles, negatives,
+            dropout) by epoch, as these are seeded at the start of every epoch (the caller's
+            states are restored after). Runs are reproducible and resumes exact without
+            saving generator states.
+        optimizer: ``"adam"`` (default), ``"adamw"``, ``"sgd"``, ``"rmsprop"`` or a factory
+            ``(params, lr=...) -> torch.optim.Optimizer``, used for both optimizers.
+        walk_mode: ``sample_nhop``'s mode for neighbour / n-hop pairing: ``"paper"`` (the
+            appendix algorithm: a walk may come back to its start, e.g. through a self loop),
+            ``"simple"`` (never returns to the start) or ``"exact"`` (ends at distance n).
+        device: where to train (default: the encoder's device). Modules are moved there.
+
+    Example:
+        >>> trainer = GALTrainer(encoder, EdgeHead(decoder), AttackerMLP(20, out_dim=1),
+        ...                      task_loss=rating_cross_entropy, lam=0.5)  # doctest: +SKIP
+        >>> history = trainer.fit(graph, RatingBatches(edges, ratings), gender,
+        ...                       epochs=25)  # doctest: +SKIP
+        >>> z = trainer.embed()  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        encoder: nn.Module,
+        task_head: Callable[[Tensor, Any], Tensor],
+        attacker: AttackerSpec = None,
+        *,
+        task_loss: Callable[[Any, Any], Tensor],
+        distance: str = "tv",
+        lam: float = 0.5,
+        pairing: PairingSpec = "node",
+        adv_every: int = 1,
+        adv_schedule: str = "after",
+        adv_batch_size: Optional[int] = None,
+        pretrain_epochs: int = 0,
+        lr: float = 0.01,
+        clip: float = 1.0,
+        seed: int = 0,
+        optimizer: OptimizerSpec = "adam",
+        walk_mode: str = "paper",
+        device: Optional[Union[str, torch.device]] = None,
+    ) -> None:
+        if not isinstance(encoder, nn.Module):
+            raise ValueError(f"encoder must be a torch.nn.Module, got {type(encoder).__name__}")
+        if not callable(task_head) or not callable(task_loss):
+            raise ValueError("task_head and task_loss must be callables")
+        if distance not in DISTANCES:
+            raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
+        _check_number("lam", lam, minimum=0)
+        _check_number("adv_every", adv_every, minimum=1, integer=True)
+        if adv_schedule not in SCHEDULES:
+            raise ValueError(f"adv_schedule must be one of {SCHEDULES}, got {adv_schedule!r}")
+        if adv_schedule == "instead" and adv_every < 2:
+            raise ValueError(
+                "adv_schedule='instead' needs adv_every >= 2 (with 1 no batch "
+                "would be left for the task)"
+            )
+        if adv_batch_size is not None:
+            _check_number("adv_batch_size", adv_batch_size, minimum=1, integer=True)
+        _check_number("pretrain_epochs", pretrain_epochs, minimum=0, integer=True)
+        _check_number("lr", lr, minimum=0, strict=True)
+        _check_number("clip", clip, minimum=0, strict=True)
+        _check_number("seed", seed, minimum=0, integer=True)
+        check_optimizer(optimizer)
+        if walk_mode not in WALK_MODES:
+            raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {walk_mode!r}")
+        if lam > 0 and attacker is None:
+            raise ValueError("lam > 0 needs an attacker (the simulated adversary)")
+        if attacker is not None and not isinstance(attacker, (nn.Module, Mapping)):
+            raise ValueError(
+                "attacker must be an nn.Module or a mapping {attribute name: "
+                f"nn.Module}}, got {type(attacker).__name__}"
+            )
+        if isinstance(attacker, Mapping) and not isinstance(attacker, nn.ModuleDict):
+            attacker = nn.ModuleDict(dict(attacker))
+
+        self.device = torch.device(device) if device is not None else self._module_device(encoder)
+        self.encoder = encoder.to(self.device)
+        self.task_head = (
+            task_head.to(self.device) if isinstance(task_head, nn.Module) else task_head
+        )
+        self.attacker = None if attacker is None else attacker.to(self.device)
+        self.task_loss = task_loss
+        self.pairing = parse_pairing(pairing)
+        self.distance, self.lam, self.lr, self.clip, self.seed = (
+            distance,
+            float(lam),
+            lr,
+            clip,
+            seed,
+        )
+        self.adv_every, self.adv_schedule, self.adv_batch_size = (
+            adv_every,
+            adv_schedule,
+            adv_batch_size,
+        )
+        self.pretrain_epochs, self.optimizer_spec, self.walk_mode = (
+            pretrain_epochs,
+            optimizer,
+            walk_mode,
+        )
+
+        self.task_optimizer = make_optimizer(optimizer, unique_parameters(encoder, task_head), lr)
+        self.adversary_optimizer = None
+        if self.lam > 0:
+            params = unique_parameters(self.attacker, encoder)
+            self.adversary_optimizer = make_optimizer(optimizer, params, lr * self.lam)
+
+        self.epoch = 0  # completed epochs
+        self.step = 0  # batches seen
+        self.history = History()
+        self.stop_training = False
+        self._graph: Optional[Graph] = None
+        self._x: Optional[Tensor] = None
+
+    @staticmethod
+    def _module_device(module: nn.Module) -> torch.device:
+        for p in module.parameters():
+            return p.device
+        return torch.device("cpu")
+
+    @property
+    def config(self) -> dict[str, Any]:
+        """The hyperparameters a checkpoint records (``optimizer`` is None for a factory)."""
+        return {
+            "distance": self.distance,
+            "lam": self.lam,
+            "pairing": self.pairing.name,
+            "adv_every": self.adv_every,
+            "adv_schedule": self.adv_schedule,
+            "adv_batch_size": self.adv_batch_size,
+            "pretrain_epochs": self.pretrain_epochs,
+            "lr": self.lr,
+            "clip": self.clip,
+            "seed": self.seed,
+            "optimizer": self.optimizer_spec if isinstance(self.optimizer_spec, str) else None,
+            "walk_mode": self.walk_mode,
+        }
+
+    # ---------------------------------------------------------------- fit
+    def fit(
+        self,
+        graph: Optional[Graph],
+        task_batches: Iterable[Any],
+        sensitive: SensitiveSpec = None,
+        epochs: int = 25,
+        *,
+        x: Optional[Tensor] = None,
+        callbacks: Sequence[Callback] = (),
+        progress: bool = True,
+    ) -> History:
+        """Trains until ``epochs`` epochs have been completed in total (continuing where an
+        earlier ``fit`` or a loaded checkpoint stopped) or a callback stops it.
+
+        Args:
+            graph: the :class:`~galfast.Graph` encoded at every step; None when every batch
+                brings its own graph (``GraphBatch``; then pairing must be ``"node"``).
+            task_batches: an iterable, re-iterated every epoch, of batch objects understood by
+                ``task_head`` and ``task_loss`` (``NodeBatches``, ``LinkBatches``,
+                ``RatingBatches``, ``GraphBatches`` or your own). Batches are moved to the
+                device with ``.to(device)`` (tuples, lists and dicts are walked).
+            sensitive: a :class:`SensitiveAttribute` or a sequence of them (one adversary
+                each); may be None only when ``lam == 0``.
+            epochs: total epochs, pre-training included (FB15k-237: ``pretrain_epochs=35,
+                epochs=155``).
+            x: ``[num_nodes, F]`` encoder input features; None passes node ids instead.
+            callbacks: :class:`Callback` objects run after every epoch.
+            progress: show a tqdm bar with the latest losses.
+
+        Returns:
+            The trainer's :class:`History` (one record per epoch, all fits together).
+        """
+        _check_number("epochs", epochs, minimum=0, integer=True)
+        if graph is not None and not isinstance(graph, Graph):
+            raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
+        if graph is None and self.pairing.hops > 0:
+            raise ValueError(f"pairing {self.pairing.name!r} needs the graph to walk on")
+        for cb in callbacks:
+            if not isinstance(cb, Callback):
+                raise ValueError(f"callbacks must be Callback instances, got {type(cb).__name__}")
+        graph = None if graph is None else graph.to(self.device)
+        inputs = None if graph is None else node_inputs(graph, x, self.device)
+        adversaries = self._adversaries(sensitive, graph)
+        self._graph, self._x = graph, None if x is None else inputs
+
+        self.stop_training = False
+        for cb in callbacks:
+            cb.on_fit_start(self)
+        bar = tqdm(
+            total=epochs,
+            initial=min(self.epoch, epochs),
+            disable=not progress,
+            desc="GAL",
+            unit="epoch",
+            dynamic_ncols=True,
+        )
+        try:
+            while self.epoch < epochs and not self.stop_training:
+                record = self._run_epoch(graph, inputs, task_batches, adversaries)
+                self.history.append(record)
+                for cb in callbacks:
+                    cb.on_epoch_end(self, record)
+                bar.update(1)
+                bar.set_postfix(
+                    {
+                        k: f"{v:.4g}"
+                        for k, v in record.items()
+                        if "loss" in k and isinstance(v, float)
+                    }
+                )
+        finally:
+            bar.close()
+        return self.history
+
+    def _adversaries(self, sensitive: SensitiveSpec, graph: Optional[Graph]) -> list[_Adversary]:
+        if self.lam == 0:
+            return []
+        if sensitive is None:
+            raise ValueError("lam > 0 needs the sensitive attribute(s) to hide")
+        attrs = as_attribute_list(sensitive)
+        if isinstance(self.attacker, nn.ModuleDict):
+            if set(self.attacker.keys()) != {a.name for a in attrs}:
+                raise ValueError(
+                    f"attacker keys {sorted(self.attacker.keys())} do not match the "
+                    f"sensitive attribute names {sorted(a.name for a in attrs)}"
+                )
+            attackers = [self.attacker[a.name] for a in attrs]
+        elif len(attrs) == 1:
+            attackers = [self.attacker]
+        else:
+            raise ValueError(
+                f"{len(attrs)} sensitive attributes need one attacker each: pass "
+                "attacker as a mapping {name: module}"
+            )
+        adversaries = []
+        for attr, attacker in zip(attrs, attackers):
+            if self.distance == "wasserstein" and attr.kind == "continuous":
+                raise ValueError(
+                    f"{attr.name}: distance='wasserstein' needs a discrete "
+                    "attribute; use distance='tv' for continuous ones"
+                )
+            known = attr.known(None if graph is None else graph.num_nodes).to(self.device)
+            adversaries.append(_Adversary(attr, known, attacker))
+        return adversaries
+
+    # ---------------------------------------------------------------- one epoch
+    def _rng_devices(self) -> list[int]:
+        if self.device.type != "cuda":
+            return []
+        return [self.device.index if self.device.index is not None else torch.cuda.current_device()]
+
+    def _run_epoch(self, graph, inputs, task_batches, adversaries) -> dict[str, Any]:
+        started = time.perf_counter()
+        pretrain = self.epoch < self.pretrain_epochs
+        adversarial = not pretrain and bool(adversaries)
+        task_losses, adv_losses = [], {a.attribute.name: [] for a in adversaries}
+        pairs = {a.attribute.name: 0 for a in adversaries}
+        failures = dict(pairs)
+        adv_steps = 0
+        # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
+        # by (seed, epoch): an epoch replays identically after a resume.
+        with seeded_globals(derive_seed(self.seed, "epoch", self.epoch), self._rng_devices()):
+            for batch in task_batches:
+                batch = move_to_device(batch, self.device)
+                due = (self.step + 1) % self.adv_every == 0
+                if not (adversarial and due and self.adv_schedule == "instead"):
+                    task_losses.append(self._task_step(graph, inputs, batch))
+                if adversarial and due:
+                    losses = self._adversary_step(
+                        graph, inputs, batch, adversaries, pairs, failures
+                    )
+                    for name, value in losses.items():
+                        adv_losses[name].append(value)
+                    adv_steps += 1
+                self.step += 1
+        self.epoch += 1
+        phase = "pretrain" if pretrain else ("adversarial" if adversarial else "task")
+        record: dict[str, Any] = {"epoch": self.epoch, "phase": phase}
+        if task_losses:
+            record["task_loss"] = float(torch.stack(task_losses).mean())
+        record["task_steps"], record["adv_steps"] = len(task_losses), adv_steps
+        for name, values in adv_losses.items():
+            if values:
+                record[f"adv_loss/{name}"] = float(torch.stack(values).mean())
+            if adversarial:
+                record[f"pairs/{name}"], record[f"pair_failures/{name}"] = (
+                    pairs[name],
+                    failures[name],
+                )
+        record["seconds"] = time.perf_counter() - started
+        return record
+
+    def _encode(self, graph, inputs, batch) -> tuple[Tensor, Optional[Tensor]]:
+        """``(z, ids)``: ids None means row i of z is node i (full-graph encoding)."""
+        if hasattr(batch, "encode"):
+            return batch.encode(self.encoder)
+        if graph is None:
+            raise ValueError(
+                "fit(graph=None) needs batches that encode themselves "
+                "(batch.encode(encoder), e.g. GraphBatch)"
+            )
+        z = self.encoder(inputs, graph)
+        if not isinstance(z, Tensor) or z.dim() != 2 or z.size(0) != graph.num_nodes:
+            shape = list(z.shape) if isinstance(z, Tensor) else type(z).__name__
+            raise ValueError(
+                f"the encoder must return [num_nodes={graph.num_nodes}, D] embeddings, got {shape}"
+            )
+        return z, None
+
+    def _set_train_mode(self) -> None:
+        for module in (self.encoder, self.task_head, self.attacker):
+            if isinstance(module, nn.Module):
+                module.train()
+
+    def _task_step(self, graph, inputs, batch) -> Tensor:
+        self._set_train_mode()
+        z, _ = self._encode(graph, inputs, batch)
+        loss = self.task_loss(self.task_head(z, batch), batch)
+        self.task_optimizer.zero_grad()
+        loss.backward()
+        self.task_optimizer.step()
+        return loss.detach()
+
+    def _adversary_rows(self, adv_index, adversary, ids, pairs, failures, graph):
+        """Rows of z the attacker reads and the targets it must predict."""
+        name, known = adversary.attribute.name, adversary.known
+        if ids is not None:
+            if self.pairing.hops > 0:
+                raise ValueError(
+                    f"pairing {self.pairing.name!r} is undefined for batches that "
+                    "encode their own graphs (one embedding per graph): use 'node'"
+                )
+            rows, targets = known.lookup(ids)
+            pairs[name] += rows.numel()
+            return rows, targets
+        count = known.nodes.numel()
+        if self.adv_batch_size is not None and self.adv_batch_size < count:
+            gen = seeded_generator(derive_seed(self.seed, "adversary_batch", self.step, adv_index))
+            pick = torch.randperm(count, generator=gen)[: self.adv_batch_size].to(self.device)
+            nodes, targets = known.nodes[pick], known.targets[pick]
+        else:
+            nodes, targets = known.nodes, known.targets
+        seed = derive_seed(self.seed, "pairing", self.step, adv_index)
+        paired = pair_nodes(graph, nodes, self.pairing, seed=seed, walk_mode=self.walk_mode)
+        pairs[name] += paired.keep.numel()
+        failures[name] += paired.failures
+        return paired.partners, targets[paired.keep]
+
+    def _adversary_step(self, graph, inputs, batch, adversaries, pairs, failures):
+        self._set_train_mode()
+        z, ids = self._encode(graph, inputs, batch)
+        z_rev = grad_reverse(z)
+        losses, total = {}, None
+        for i, adversary in enumerate(adversaries):
+            rows, targets = self._adversary_rows(i, adversary, ids, pairs, failures, graph)
+            if rows.numel() == 0:
+                continue
+            attr = adversary.attribute
+            outputs = adversary.attacker(z_rev[rows])
+            check_outputs(attr.name, attr.kind, outputs, targets, attr.num_outputs)
+            loss = adversary_loss(outputs, targets, attr.kind, self.distance)
+            losses[attr.name] = loss.detach()
+            total = loss if total is None else total + loss
+        if total is not None:
+            self.adversary_optimizer.zero_grad()
+            total.backward()
+            self.adversary_optimizer.step()
+            if self.distance == "wasserstein":
+                for adversary in adversaries:
+                    clip_weights(adversary.attacker, self.clip)
+        return losses
+
+    # ---------------------------------------------------------------- embeddings
+    @torch.no_grad()
+    def embed(self, graph: Optional[Graph] = None, x: Optional[Tensor] = None) -> Tensor:
+        """The encoder's embeddings ``[num_nodes, D]`` in eval mode (BatchNorm uses running
+        statistics, no dropout), detached. Defaults to the graph and ``x`` of the last
+        ``fit``."""
+        if graph is None:
+            if self._graph is None:
+                raise ValueError("embed() needs a graph (no fit on a graph has run yet)")
+            graph = self._graph
+            x = self._x if x is None else x
+        if not isinstance(graph, Graph):
+            raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
+        graph = graph.to(self.device)
+        was_training = self.encoder.training
+        self.encoder.eval()
+        try:
+            return self.encoder(node_inputs(graph, x, self.device), graph).detach()
+        finally:
+            self.encoder.train(was_training)
+
+    # ---------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything an exact resume needs: module and optimizer states, the epoch and step
+        counters, the history and the config. No generator state is needed: every draw is
+        keyed by (seed, epoch, step), see ``seed``."""
+        return {
+            "format": CHECKPOINT_FORMAT,
+            "config": self.config,
+            "encoder": self.encoder.state_dict(),
+            "task_head": (
+                self.task_head.state_dict() if isinstance(self.task_head, nn.Module) else None
+            ),
+            "attacker": None if self.attacker is None else self.attacker.state_dict(),
+            "task_optimizer": self.task_optimizer.state_dict(),
+            "adversary_optimizer": (
+                None if self.adversary_optimizer is None else self.adversary_optimizer.state_dict()
+            ),
+            "epoch": self.epoch,
+            "step": self.step,
+            "history": self.history.to_list(),
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restores :meth:`state_dict` into this trainer (built with the same modules and
+        hyperparameters; a mismatch raises ValueError naming the differing settings)."""
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"unsupported checkpoint format {state.get('format')!r}")
+        saved, mine = state["config"], self.config
+        differing = [k for k in CONFIG_KEYS if saved.get(k) != mine[k]]
+        if differing:
+            detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {mine[k]!r}" for k in differing)
+            raise ValueError(f"the checkpoint was made with other settings ({detail})")
+        if (state["attacker"] is None) != (self.attacker is None):
+            raise ValueError("the checkpoint and this trainer disagree on having an attacker")
+        self.encoder.load_state_dict(state["encoder"])
+        if isinstance(self.task_head, nn.Module):
+            self.task_head.load_state_dict(state["task_head"])
+        if self.attacker is not None:
+            self.attacker.load_state_dict(state["attacker"])
+        self.task_optimizer.load_state_dict(state["task_optimizer"])
+        if self.adversary_optimizer is not None:
+            self.adversary_optimizer.load_state_dict(state["adversary_optimizer"])
+        self.epoch, self.step = int(state["epoch"]), int(state["step"])
+        self.history = History(state["history"])
+
+    def save_checkpoint(self, path: Union[str, os.PathLike]) -> None:
+        """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed)."""
+        path = os.fspath(path)
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        tmp = f"{path}.tmp"
+        torch.save(self.state_dict(), tmp)
+        os.replace(tmp, path)
+
+    def load_checkpoint(self, path: Union[str, os.PathLike]) -> GALTrainer:
+        """Loads a checkpoint written by :meth:`save_checkpoint` into this trainer; the next
+        ``fit`` continues exactly where the saved run stopped. Returns ``self``."""
+        state = torch.load(os.fspath(path), map_location=self.device, weights_only=True)
+        self.load_state_dict(state)
+        return self
+
+    @classmethod
+    def resume(
+        cls,
+        path: Union[str, os.PathLike],
+        encoder: nn.Module,
+        task_head: Callable[[Tensor, Any], Tensor],
+        attacker: AttackerSpec = None,
+        *,
+        task_loss: Callable[[Any, Any], Tensor],
+        optimizer: Optional[OptimizerSpec] = None,
+        device: Optional[Union[str, torch.device]] = None,
+    ) -> GALTrainer:
+        """Builds a trainer with the hyperparameters saved in ``path`` around freshly built
+        modules of the same architecture, and loads the saved state. ``optimizer`` is needed
+        only when the saved run used a factory (which a checkpoint cannot store).
+
+        Example:
+            >>> trainer = GALTrainer.resume("run.pt", make_encoder(), head, attacker,
+            ...                             task_loss=link_loss)  # doctest: +SKIP
+            >>> trainer.fit(graph, batches, sensitive, epochs=50)  # doctest: +SKIP
+        """
+        state = torch.load(os.fspath(path), map_location=device or "cpu", weights_only=True)
+        config = dict(state["config"])
+        if config["optimizer"] is None:
+            if optimizer is None:
+                raise ValueError("the saved run used an optimizer factory: pass optimizer=")
+            config["optimizer"] = optimizer
+        elif optimizer is not None:
+            raise ValueError(
+                f"the saved run used optimizer {config['optimizer']!r}; do not pass another"
+            )
+        trainer = cls(encoder, task_head, attacker, task_loss=task_loss, device=device, **config)
+        trainer.load_state_dict(state)
+        return trainer
