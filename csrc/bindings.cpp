@@ -11,8 +11,8 @@
 
 #include "aggregate/aggregate.h"
 #include "common/parallel.h"
-#include "walk/sample_nhop.h"
 #include "gat/gat.h"
+#include "walk/sample_nhop.h"
 
 #ifdef GALFAST_WITH_CUDA
 #include <cuda_runtime_api.h>
@@ -80,6 +80,8 @@ void check_starts_cpu(const SampleNhopParams& p) {
                                   std::to_string(p.num_nodes) + ")");
     }
   }
+}
+
 // ---------------------------------------------------------------- fused GAT (csrc/gat)
 template <typename Params>
 void check_gat_sizes(const Params& p) {
@@ -365,5 +367,6 @@ PYBIND11_MODULE(_C, m) {
       },
       py::arg("params"), py::arg("stream"));
 #endif
+
   bind_gat(m);
 }
