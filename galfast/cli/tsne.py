@@ -52,9 +52,11 @@ def main(args: argparse.Namespace) -> int:
         if nodes.size > args.max_points:
             pick = rng.choice(nodes.size, args.max_points, replace=False)
             nodes, colours = nodes[pick], colours[pick]
-        points = TSNE(n_components=2, init="pca", random_state=0).fit_transform(
-            outcome.embeddings[nodes].numpy()
-        )
+        # t-SNE needs more points than its perplexity (30 by default).
+        perplexity = min(30.0, max(1.0, (nodes.size - 1) / 3))
+        points = TSNE(
+            n_components=2, init="pca", random_state=0, perplexity=perplexity
+        ).fit_transform(outcome.embeddings[nodes].numpy())
         ax.scatter(points[:, 0], points[:, 1], c=colours, cmap="tab10", s=4)
         node_f1 = (
             outcome.record["attack"]["node"]["macro_f1"]
