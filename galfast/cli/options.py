@@ -20,10 +20,12 @@ __all__ = [
     "add_experiment_options",
     "comma_list",
     "config_kwargs",
+    "dataset_option",
     "device",
     "float_list",
     "nonnegative_float",
     "pairing",
+    "pairing_list",
     "positive_int",
     "write_json",
 ]
