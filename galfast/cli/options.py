@@ -1,0 +1,210 @@
+"""Argument types and the experiment options shared by ``run``, ``sweep`` and ``tsne``."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from galfast.audit.attackers import FAMILIES
+from galfast.cli.encoders import ENCODERS
+from galfast.datasets import DATASET_NAMES
+from galfast.train.pairing import parse_pairing
+
+__all__ = [
+    "add_experiment_options",
+    "comma_list",
+    "config_kwargs",
+    "dataset_option",
+    "device",
+    "float_list",
+    "nonnegative_float",
+    "pairing",
+    "pairing_list",
+    "positive_int",
+    "write_json",
+]
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
+    return value
+
+
+def float_list(text: str) -> list[float]:
+    """``"0,0.5,1"`` -> ``[0.0, 0.5, 1.0]`` (each finite and >= 0, no duplicates)."""
+    values = [nonnegative_float(part.strip()) for part in text.split(",") if part.strip()]
+    if not values or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(f"expected distinct comma-separated numbers, got {text!r}")
+    return values
+
+
+def comma_list(choices: tuple[str, ...]):
+    """An argument type: comma-separated distinct names among ``choices``."""
+
+    def parse(text: str) -> list[str]:
+        values = [part.strip() for part in text.split(",") if part.strip()]
+        bad = [v for v in values if v not in choices]
+        if not values or bad or len(set(values)) != len(values):
+            raise argparse.ArgumentTypeError(
+                f"expected distinct comma-separated names among {', '.join(choices)}, got {text!r}"
+            )
+        return values
+
+    return parse
+
+
+def pairing(text: str) -> str:
+    """``node``, ``neighbor`` or ``nhop:N``, normalised to the trainer's pairing name."""
+    try:
+        return parse_pairing(text).name
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def pairing_list(text: str) -> list[str]:
+    values = [pairing(part.strip()) for part in text.split(",") if part.strip()]
+    if not values or len(set(values)) != len(values):
+        raise argparse.ArgumentTypeError(
+            f"expected distinct comma-separated pairings, got {text!r}"
+        )
+    return values
+
+
+def device(text: str) -> str:
+    if text not in ("cpu", "cuda") and not text.startswith("cuda:"):
+        raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
+    if text != "cpu" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"--device {text}: no CUDA device is available")
+    return text
+
+
+def dataset_option(text: str) -> tuple[str, Any]:
+    """``KEY=VALUE`` for the dataset loader; VALUE is read as a Python literal when it is one
+    (``num_users=500``), else kept as a string."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.isidentifier():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return key, value
+
+
+def add_experiment_options(parser: argparse.ArgumentParser) -> None:
+    """The options that define a model and its training (not lambda or the distance, which
+    ``run`` takes one of and ``sweep`` takes lists of)."""
+    parser.add_argument(
+        "--dataset",
+        choices=DATASET_NAMES,
+        default="cora",
+        help="Planetoid names and synthetic-graph use the link-prediction setup; movielens-* "
+        "and synthetic-movielens the rating setup",
+    )
+    parser.add_argument(
+        "--root",
+        default=None,
+        help="folder holding the raw files (e.g. /work/shared/data); default: the bundled Cora, "
+        "else the download cache ($GALFAST_DATA or ~/.cache/galfast)",
+    )
+    parser.add_argument(
+        "--option",
+        type=dataset_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra dataset-loader argument, repeatable (e.g. num_users=1000 for "
+        "synthetic-movielens)",
+    )
+    parser.add_argument("--encoder", choices=ENCODERS, default="gcn", help="message-passing layer")
+    parser.add_argument(
+        "--attribute",
+        default=None,
+        help="sensitive attribute (default: class for graphs, gender for MovieLens)",
+    )
+    parser.add_argument(
+        "--pairing",
+        type=pairing,
+        default="node",
+        help="what the training adversary reads: node, neighbor or nhop:N",
+    )
+    parser.add_argument(
+        "--seeds", type=positive_int, default=3, help="training seeds 0..K-1 (mean and 95%% CI)"
+    )
+    parser.add_argument(
+        "--epochs",
+        type=positive_int,
+        default=None,
+        help="task epochs (default: 150 Planetoid, 25 MovieLens)",
+    )
+    parser.add_argument(
+        "--attacker-epochs",
+        type=positive_int,
+        default=None,
+        help="audit attacker epochs (default: 80 Planetoid, 30 MovieLens)",
+    )
+    parser.add_argument(
+        "--attacks",
+        type=pairing_list,
+        default=["node", "neighbor"],
+        help="audit attacks, comma-separated pairings",
+    )
+    parser.add_argument(
+        "--attackers",
+        type=comma_list(FAMILIES),
+        default=list(FAMILIES),
+        help="audit attacker families; the strongest is reported",
+    )
+    parser.add_argument(
+        "--audit-seeds", type=positive_int, default=1, help="audit repetitions per trained model"
+    )
+    parser.add_argument("--device", type=device, default="cpu", help="cpu, cuda or cuda:N")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    """ExperimentConfig fields from parsed experiment options (all but lam, distance, seed)."""
+    return {
+        "dataset": args.dataset,
+        "root": args.root,
+        "encoder": args.encoder,
+        "attribute": args.attribute,
+        "pairing": args.pairing,
+        "epochs": args.epochs,
+        "attacker_epochs": args.attacker_epochs,
+        "attacks": tuple(args.attacks),
+        "attackers": tuple(args.attackers),
+        "audit_seeds": args.audit_seeds,
+        "device": args.device,
+        "dataset_options": tuple(sorted(args.option)),
+    }
+
+
+def write_json(path: os.PathLike, data: Any) -> None:
+    """Writes ``data`` as JSON atomically: a temporary file in the same folder is renamed over
+    ``path``, so a reader (or a re-run) never sees a half-written file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, allow_nan=False))
+    os.replace(tmp, path)

@@ -1,0 +1,73 @@
+"""Mean and 95% CI over seeds of the runs' task and attacker metrics, and text tables."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from galfast.audit import summarize
+
+__all__ = ["ATTACK_METRICS", "format_table", "summarize_runs"]
+
+# Attacker metrics reported per attack: macro-F1 is the paper's Planetoid and age/occupation
+# score; for binary attributes balanced accuracy is what the paper's MovieLens "AUC" column
+# computed (thresholded predictions), auc the ranking ROC-AUC.
+ATTACK_METRICS = ("macro_f1", "balanced_accuracy", "auc")
+
+
+def _stat(values: Sequence[float]) -> dict[str, Any]:
+    s = summarize(list(values))
+    return {"mean": s.mean, "ci95": s.half_width, "values": list(values)}
+
+
+def summarize_runs(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Runs of one setting (differing only by seed) -> ``{"n", "task_metric", "task":
+    stat, "attack": {attack: {metric: stat}}}`` with ``stat = {"mean", "ci95", "values"}``
+    (``ci95`` is the Student-t half-width, None for one run)."""
+    if not records:
+        raise ValueError("no runs to summarise")
+    metric = records[0]["task_metric"]
+    out: dict[str, Any] = {
+        "n": len(records),
+        "task_metric": metric,
+        "task": _stat([r["task"][metric] for r in records]),
+        "attack": {},
+    }
+    for attack in records[0]["attack"]:
+        cells = {}
+        for name in ATTACK_METRICS:
+            values = [r["attack"][attack][name] for r in records if name in r["attack"][attack]]
+            if len(values) == len(records):
+                cells[name] = _stat(values)
+        cells["chance_macro_f1"] = records[0]["baseline"][attack].get("macro_f1")
+        out["attack"][attack] = cells
+    return out
+
+
+def _cell(stat: dict[str, Any]) -> str:
+    if stat["ci95"] is None:
+        return f"{stat['mean']:.3f}"
+    return f"{stat['mean']:.3f} ± {stat['ci95']:.3f}"
+
+
+def format_table(rows: Sequence[tuple[dict[str, str], dict[str, Any]]]) -> str:
+    """``rows`` of (leading columns, :func:`summarize_runs` output) -> an aligned text table
+    with the task metric and, per attack, the attacker's macro-F1 (and balanced accuracy and
+    ranking AUC when the attribute is binary)."""
+    header: list[str] = []
+    lines: list[list[str]] = []
+    for lead, summary in rows:
+        cols = list(lead) + ["runs", f"task {summary['task_metric']}"]
+        cells = [*lead.values(), str(summary["n"]), _cell(summary["task"])]
+        for attack, metrics in summary["attack"].items():
+            for name in ATTACK_METRICS:
+                if name in metrics:
+                    cols.append(f"{attack} {name}")
+                    cells.append(_cell(metrics[name]))
+        header = header or cols
+        lines.append(cells)
+    table = [header, *lines]
+    widths = [max(len(row[i]) for row in table if i < len(row)) for i in range(len(header))]
+    text = ["  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() for row in table]
+    text.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(text)

@@ -1,0 +1,145 @@
+"""``galfast sweep``: the lambda x distance x seed grid, one JSON file per run, resumable."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+from pathlib import Path
+from typing import Any
+
+from tqdm.auto import tqdm
+
+from galfast.cli.experiments import ExperimentConfig, run_experiment
+from galfast.cli.options import (
+    add_experiment_options,
+    comma_list,
+    config_kwargs,
+    float_list,
+    write_json,
+)
+from galfast.cli.plots import plot_tradeoff
+from galfast.cli.summary import ATTACK_METRICS, format_table, summarize_runs
+from galfast.train.adversary_losses import DISTANCES
+
+__all__ = ["add_parser", "main", "run_path"]
+
+DESCRIPTION = """\
+Run every (distance, lambda, seed) of a grid with the setup of `galfast run`. Each run is
+written atomically to OUT/runs/<dataset>-<encoder>-<distance>-lam<L>-seed<S>.json; a re-run
+skips the runs whose file exists with the same settings, so an interrupted sweep resumes.
+Writes OUT/summary.json, OUT/summary.csv (mean and 95% CI per distance and lambda) and
+OUT/tradeoff.png (attacker macro-F1 and task metric against lambda, one column per distance).
+"""
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "sweep",
+        help="lambda x distance x seed grid with plots",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_experiment_options(parser)
+    parser.add_argument(
+        "--lam",
+        type=float_list,
+        default=[0.0, 0.5, 1.0, 2.0, 4.0],
+        help="comma-separated lambdas",
+    )
+    parser.add_argument(
+        "--distance",
+        type=comma_list(DISTANCES),
+        default=list(DISTANCES),
+        help="comma-separated distances",
+    )
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.set_defaults(handler=main)
+    return parser
+
+
+def run_path(out: Path, config: ExperimentConfig) -> Path:
+    pairing = config.pairing.replace(":", "")
+    name = (
+        f"{config.dataset}-{config.encoder}-{pairing}-{config.distance}-"
+        f"lam{config.lam:g}-seed{config.seed}.json"
+    )
+    return out / "runs" / name
+
+
+def _finished(path: Path, config: ExperimentConfig) -> dict[str, Any] | None:
+    """The stored record when ``path`` holds this exact run, else None."""
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    return record if record.get("config") == config.to_dict() else None
+
+
+def main(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    grid = [
+        ExperimentConfig(**config_kwargs(args), distance=d, lam=lam, seed=seed)
+        for d in args.distance
+        for lam in args.lam
+        for seed in range(args.seeds)
+    ]
+    records: dict[tuple[str, float], list[dict[str, Any]]] = {}
+    trained = skipped = 0
+    for config in tqdm(grid, desc="sweep", unit="run", disable=args.quiet):
+        path = run_path(out, config)
+        record = _finished(path, config)
+        if record is None:
+            record = run_experiment(config, progress=not args.quiet).record
+            write_json(path, record)
+            trained += 1
+        else:
+            skipped += 1
+        records.setdefault((config.distance, config.lam), []).append(record)
+    print(f"{trained} run(s) trained, {skipped} finished run(s) skipped")
+
+    summaries = {key: summarize_runs(runs) for key, runs in records.items()}
+    rows = [
+        ({"distance": d, "lambda": f"{lam:g}", "encoder": args.encoder}, s)
+        for (d, lam), s in summaries.items()
+    ]
+    print(format_table(rows))
+    write_json(
+        out / "summary.json",
+        [{"distance": d, "lambda": lam, **s} for (d, lam), s in summaries.items()],
+    )
+    _write_csv(out / "summary.csv", summaries)
+    series: dict[str, list] = {}
+    for (d, lam), s in summaries.items():
+        series.setdefault(d, []).append((lam, s))
+    plot_tradeoff(
+        {d: sorted(points, key=lambda p: p[0]) for d, points in series.items()},
+        out / "tradeoff.png",
+        title=f"{args.dataset} {args.encoder}",
+    )
+    print(f"wrote {out / 'summary.json'}, {out / 'summary.csv'}, {out / 'tradeoff.png'}")
+    return 0
+
+
+def _write_csv(path: Path, summaries: dict) -> None:
+    rows = []
+    for (distance, lam), s in summaries.items():
+        row = {
+            "distance": distance,
+            "lambda": lam,
+            "runs": s["n"],
+            f"task_{s['task_metric']}": s["task"]["mean"],
+            f"task_{s['task_metric']}_ci95": s["task"]["ci95"],
+        }
+        for attack, metrics in s["attack"].items():
+            for name in ATTACK_METRICS:
+                if name in metrics:
+                    row[f"{attack}_{name}"] = metrics[name]["mean"]
+                    row[f"{attack}_{name}_ci95"] = metrics[name]["ci95"]
+        rows.append(row)
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+    tmp = path.with_name(f".{path.name}.tmp")
+    with tmp.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    tmp.replace(path)
