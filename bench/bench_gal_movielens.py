@@ -91,7 +91,7 @@ def pyg_runner(kind: str, device: str):
     model = GALMovieLens(kind, d["ds"].num_nodes, d["edge_index"]).to(device)
     optimizers = model.optimizers(LR, LAM)
     return lambda i: train_step(
-        model, *optimizers, d["p_batches"][i], d["adv_users"][i], d["gender"]
+        model, *optimizers, d["p_batches"][i], d["adv_users"][i], d["gender"][d["adv_users"][i]]
     )
 
 
