@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -40,9 +39,11 @@ def pyg_layer(kind: str, dim: int) -> nn.Module:
     K=2)``."""
     from torch_geometric.nn import ChebConv, GATConv, GCNConv
 
-    layers = {"gcn": lambda: GCNConv(dim, dim), "gat": lambda: GATConv(dim, dim)}
-    layers["cheb"] = lambda: ChebConv(dim, dim, K=2)
-    return layers[kind]()
+    if kind == "gcn":
+        return GCNConv(dim, dim)
+    if kind == "gat":
+        return GATConv(dim, dim)
+    return ChebConv(dim, dim, K=2)
 
 
 def adam(params, lr: float) -> torch.optim.Optimizer:
@@ -116,7 +117,7 @@ class GALMovieLens(nn.Module):
         super().__init__()
         self.decoder = SharedBilinearDecoder(5, 2, embed_dim)
         self.batchnorm = nn.BatchNorm1d(embed_dim)
-        r = 6 / np.sqrt(embed_dim)
+        r = 6 / math.sqrt(embed_dim)
         self.encoder = nn.Embedding(num_ent, embed_dim, max_norm=1, norm_type=2)
         self.encoder.weight.data.uniform_(-r, r).renorm_(p=2, dim=1, maxnorm=1)
         self.register_buffer("all_nodes", torch.arange(num_ent))
