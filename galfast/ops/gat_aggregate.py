@@ -15,7 +15,7 @@ from torch import Tensor
 from galfast._dtypes import accumulation_dtype, check_float_dtype, dtype_code
 from galfast._native import _C
 from galfast.graph import Graph
-from galfast.ops._kernels import _ptr, _require_cuda_build, _stream
+from galfast.ops._kernels import _ptr, _require_cuda_build, _stream, sync_cpu_threads
 
 __all__ = ["gat_aggregate"]
 
@@ -55,6 +55,7 @@ def _gat_forward(
         _require_cuda_build()
         _C.gat_forward_cuda(p, _stream(h.device))
     else:
+        sync_cpu_threads()
         _C.gat_forward_cpu(p)
     return out, lse
 
@@ -115,6 +116,7 @@ def _gat_backward(
         _require_cuda_build()
         _C.gat_backward_cuda(p, _stream(h.device))
     else:
+        sync_cpu_threads()
         _C.gat_backward_cpu(p)
     return grad_h, grad_src, grad_dst
 

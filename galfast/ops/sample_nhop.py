@@ -9,6 +9,7 @@ from torch import Tensor
 
 from galfast._native import _C
 from galfast.graph import Graph
+from galfast.ops._kernels import _require_cuda_build, _stream, sync_cpu_threads
 
 __all__ = ["sample_nhop"]
 
@@ -96,13 +97,10 @@ def _sample_nhop_op(
     p.mode = _C.WalkMode(mode)
     p.index_type = _C.IndexType(_INDEX_INT32 if out_nbr.dtype == torch.int32 else _INDEX_INT64)
     if starts.device.type == "cuda":
-        if not hasattr(_C, "sample_nhop_cuda"):
-            raise RuntimeError(
-                "this galfast build has no CUDA kernels (built without nvcc or with "
-                "GALFAST_CUDA=0); reinstall on a machine with the CUDA toolkit"
-            )
-        _C.sample_nhop_cuda(p, torch.cuda.current_stream(starts.device).cuda_stream)
+        _require_cuda_build()
+        _C.sample_nhop_cuda(p, _stream(starts.device))
     else:
+        sync_cpu_threads()
         _C.sample_nhop_cpu(p)
     return end, paths
 
