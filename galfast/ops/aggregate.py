@@ -58,36 +58,8 @@ def _(
 
 
 def _setup_context(ctx, inputs, output):
-    (
-        rowptr,
-        col,
-        row,
-        _,
-        colptr,
-        csc_col,
-        csc_edge_id,
-        csc_hub_rows,
-        x,
-        edge_weight,
-        row_scale,
-        col_scale,
-        mode,
-    ) = inputs
-    ctx.mode = mode
-    ctx.save_for_backward(
-        rowptr,
-        col,
-        row,
-        colptr,
-        csc_col,
-        csc_edge_id,
-        csc_hub_rows,
-        x,
-        edge_weight,
-        row_scale,
-        col_scale,
-        output[1],
-    )
+    *tensors, ctx.mode = inputs
+    ctx.save_for_backward(*tensors, output[1])
 
 
 def _backward(ctx, grad_out, _grad_arg):
@@ -95,6 +67,7 @@ def _backward(ctx, grad_out, _grad_arg):
         rowptr,
         col,
         row,
+        _hub_rows,
         colptr,
         csc_col,
         csc_edge_id,
