@@ -142,23 +142,9 @@ def _(
 
 
 def _setup_context(ctx, inputs, output):
-    (
-        rowptr,
-        col,
-        colptr,
-        csc_row,
-        csc_edge_id,
-        h,
-        alpha_src,
-        alpha_dst,
-        negative_slope,
-        dropout,
-        seed,
-    ) = inputs
+    *tensors, negative_slope, dropout, seed = inputs
     ctx.attention = (negative_slope, dropout, seed)
-    ctx.save_for_backward(
-        rowptr, col, colptr, csc_row, csc_edge_id, h, alpha_src, alpha_dst, *output
-    )
+    ctx.save_for_backward(*tensors, *output)
 
 
 def _backward(ctx, grad_out, _grad_lse):
