@@ -171,7 +171,8 @@ def test_demo_writes_table_json_and_plot(tmp_path, capsys):
     argv = ["demo", "--out", str(tmp_path), "--epochs", "2", "--attacker-epochs", "1"]
     assert main([*argv, "--audit-seeds", "1", "--quiet"]) == 0
     data = json.loads((tmp_path / "demo.json").read_text())
-    assert [r["config"]["lam"] for r in data["runs"]] == [0.0, 3.0]
+    assert [r["config"]["lam"] for r in data["runs"]] == [0.0, 1.0]
+    assert {r["config"]["distance"] for r in data["runs"]} == {"wasserstein"}
     assert (tmp_path / "tradeoff.png").stat().st_size > 0
     out = capsys.readouterr().out
     assert "neighbor macro_f1" in out and "majority-class" in out
