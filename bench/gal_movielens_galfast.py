@@ -2,7 +2,7 @@
 trained by ``galfast.GALTrainer``.
 
 Same model: ``EmbeddingEncoder`` (trainable embedding with ``max_norm=1`` as the original's,
-applied by a vectorised renorm, see ``MaxNormEmbedding``; BatchNorm; two ``galfast.nn``
+applied by one vectorised renorm of the table; BatchNorm; two ``galfast.nn``
 layers with no activation between them, fed a prebuilt ``galfast.Graph``),
 ``BilinearRatingDecoder`` (2 bases, 5 levels) behind an ``EdgeHead``, cross-entropy over the
 levels, ``AttackerMLP`` 20-32-32-2 (LeakyReLU slope 0.01) on gradient-reversed user
@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import torch
-import torch.nn.functional as F
 from gal_movielens_pyg import GALMovieLens, adam
 from torch import Tensor, nn
 
@@ -30,19 +29,6 @@ LAYERS = {
     "gat": lambda dim: gnn.GATConv(dim, dim),
     "cheb": lambda dim: gnn.ChebConv(dim, dim, K=2),
 }
-
-
-class MaxNormEmbedding(nn.Embedding):
-    """``nn.Embedding(max_norm=...)`` with the renormalisation of the looked-up rows done by one
-    vectorised ``renorm`` (same formula: rows with norm > max_norm scaled by
-    ``max_norm / (norm + 1e-7)``). ATen's CPU ``embedding_renorm_`` loops over the rows, one
-    norm call each: ~10k calls, tens of ms, per full-graph encoding."""
-
-    def forward(self, ids: Tensor) -> Tensor:
-        with torch.no_grad():
-            rows = ids.unique()
-            self.weight[rows] = self.weight[rows].renorm(2, 0, self.max_norm)
-        return F.embedding(ids, self.weight)
 
 
 def build_trainer(
@@ -61,9 +47,8 @@ def build_trainer(
         embed_dim,
         convs=[LAYERS[kind](embed_dim) for _ in range(2)],
         activation=nn.Identity(),
+        max_norm=1.0,  # the original renormalises embedding rows to norm <= 1 in every forward
     )
-    # The original renormalises embedding rows to norm <= 1 in every forward.
-    encoder.embedding = MaxNormEmbedding(num_nodes, embed_dim, max_norm=1.0)
     head = EdgeHead(BilinearRatingDecoder(embed_dim, num_levels=5, num_bases=2))
     attacker = AttackerMLP(embed_dim, 2, negative_slope=0.01)
     return GALTrainer(

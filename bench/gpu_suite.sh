@@ -1,20 +1,55 @@
 #!/usr/bin/env bash
 # On a GPU machine: build galfast against the machine's own torch (no network needed), run the
-# CUDA tests, then the benchmarks on CPU and GPU side by side. Results land in $OUT (default
-# ./gpu-results): the card's name, test log, and pytest-benchmark JSON + table.
-#   bash bench/gpu_suite.sh            # everything
-#   BENCH_FILTER="movielens" bash bench/gpu_suite.sh   # restrict the benchmarks (-k expression)
-set -euo pipefail
+# CUDA tests, then the GPU benchmarks (CPU and CUDA peers side by side where a file has both).
+# Results land in $OUT (default ./gpu-results): log.txt (card, build info, test summary, tables),
+# build.txt, cuda_tests.txt, epoch.txt (whole GAL MovieLens epochs and a profile) and one
+# pytest-benchmark JSON per benchmark file. A failing stage is logged and the next one still
+# runs; every stage has a time limit, so a hang cannot eat the machine.
+#   bash bench/gpu_suite.sh                                      # everything
+#   BENCH_FILTER="gcn" bash bench/gpu_suite.sh                   # narrow every benchmark (-k)
+#   BENCH_CASES="bench_aggregate:cuda" bash bench/gpu_suite.sh   # file:filter pairs (_ = space)
+#   CMAKE_CUDA_ARCHITECTURES=90-real bash bench/gpu_suite.sh     # build for the card only
+set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-results}"
 mkdir -p "$OUT"
+LOG="$OUT/log.txt"
+export PYTHONUNBUFFERED=1
+stage() { echo "== $* ($(date +%T))" | tee -a "$LOG"; }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$OUT/gpu.txt"
-pip install --no-build-isolation --no-deps . 2>&1 | tail -n 3
-python -c "import galfast, json; print(json.dumps(galfast.build_info()))" | tee "$OUT/build_info.json"
+stage card
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee -a "$LOG"
+stage build
+CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" python -m pip install --no-build-isolation --no-deps . \
+  >"$OUT/build.txt" 2>&1 || { tail -n 40 "$OUT/build.txt" | tee -a "$LOG"; exit 1; }
+# From outside the checkout, so that the installed package (with its extension) is imported.
+(cd /tmp && python -c "import galfast, json; print(json.dumps(galfast.build_info()))") 2>&1 \
+  | tee -a "$LOG"
 
 # `pytest` (not `python -m pytest`) keeps the source tree off sys.path: the installed build runs.
-pytest -m cuda -q 2>&1 | tee "$OUT/cuda_tests.txt" | tail -n 15
-pytest bench/ --benchmark-only -q -k "cuda${BENCH_FILTER:+ and $BENCH_FILTER}" \
-  --benchmark-json="$OUT/bench.json" --benchmark-columns=min,median,rounds \
-  2>&1 | tee "$OUT/bench.txt" | tail -n 60
+stage cuda tests
+timeout "${TEST_TIMEOUT:-240}" pytest tests -m cuda -q -p no:cacheprovider -p no:benchmark \
+  -n 8 --timeout=120 -W ignore::DeprecationWarning >"$OUT/cuda_tests.txt" 2>&1
+tail -n 30 "$OUT/cuda_tests.txt" | tee -a "$LOG"
+
+stage epoch timing
+for kind in gcn cheb gat; do
+  profile=$([ "$kind" = gcn ] && echo --profile)
+  (cd bench && timeout 100 python gal_movielens_epoch.py --device cuda --kind "$kind" \
+    --impl galfast pyg --epochs 2 $profile) >>"$OUT/epoch.txt" 2>&1
+done
+grep '^{' "$OUT/epoch.txt" | tee -a "$LOG"
+
+# file:filter pairs; the filters keep the default run to a few minutes (the MovieLens-size
+# cases, where the GPU matters); BENCH_FILTER narrows every file further.
+CASES="${BENCH_CASES:-bench_gal_movielens:cuda bench_aggregate:cuda_and_64 \
+bench_layers:cuda_and_movielens bench_sample_nhop:cuda}"
+for case in $CASES; do
+  file="${case%%:*}" filter="${case#*:}"
+  stage "$file"
+  GAL_MOVIELENS_ROUNDS=20 timeout "${BENCH_TIMEOUT:-150}" pytest "bench/$file.py" \
+    --benchmark-only -q -p no:cacheprovider -k "${filter//_/ }${BENCH_FILTER:+ and $BENCH_FILTER}" \
+    --benchmark-max-time=0.25 --benchmark-json="$OUT/$file.json" --benchmark-group-by=group \
+    --benchmark-columns=min,median,rounds 2>&1 | grep -v "^$" | tail -n 80 | tee -a "$LOG"
+done
+stage done

@@ -28,7 +28,11 @@ def aggregate_ref(
 ) -> Tensor:
     """out[i] = reduce_{j -> i} w_ij x_j over a duplicate-free edge list, by index_add/scatter."""
     deg = torch.bincount(dst, minlength=num_nodes).to(x.dtype)
-    w = torch.ones(src.numel(), dtype=x.dtype) if weight is None else weight.to(x.dtype)
+    w = (
+        torch.ones(src.numel(), dtype=x.dtype, device=x.device)
+        if weight is None
+        else weight.to(x.dtype)
+    )
     if norm == "gcn":
         inv_sqrt = deg.rsqrt().masked_fill(deg == 0, 0.0)
         w = w * inv_sqrt[src] * inv_sqrt[dst]

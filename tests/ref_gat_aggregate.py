@@ -25,11 +25,11 @@ def gat_aggregate_reference(
     n, heads = h.size(0), h.size(1)
     logits = F.leaky_relu(alpha_src[src] + alpha_dst[dst], negative_slope)  # [E, H]
     index = dst[:, None].expand_as(logits)
-    row_max = torch.full((n, heads), -torch.inf, dtype=h.dtype).scatter_reduce(
+    row_max = torch.full((n, heads), -torch.inf, dtype=h.dtype, device=h.device).scatter_reduce(
         0, index, logits, "amax"
     )
     unnormalised = (logits - row_max[dst]).exp()
-    row_sum = torch.zeros(n, heads, dtype=h.dtype).index_add(0, dst, unnormalised)
+    row_sum = torch.zeros(n, heads, dtype=h.dtype, device=h.device).index_add(0, dst, unnormalised)
     attention = unnormalised / row_sum[dst]
     if keep is not None:
         attention = attention * keep

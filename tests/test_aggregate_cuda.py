@@ -55,15 +55,17 @@ def test_low_precision_error_is_no_worse_than_torch(dtype, reduce):
 def test_deterministic_and_stream_aware():
     edge_index = torch.cat([random_edges(3000, 40000, seed=5), awkward_graphs()["hub"][0]], 1)
     g = Graph.from_edge_index(edge_index, 3001).to("cuda")
-    x = torch.randn(3001, 48, device="cuda", requires_grad=True)
+    x_data = torch.randn(3001, 48, device="cuda")
     stream = torch.cuda.Stream()
     outs = []
     for use_side_stream in (False, True, False):
         with torch.cuda.stream(stream if use_side_stream else torch.cuda.current_stream()):
+            # A fresh leaf per stream: autograd wants a leaf's gradient on the stream that made it.
+            x = x_data.detach().requires_grad_()
             out = aggregate(g, x, reduce="sum", norm="gcn")
             (gx,) = torch.autograd.grad(out, x, torch.ones_like(out))
         torch.cuda.synchronize()
-        outs.append((out, gx))
+        outs.append((out.detach(), gx))
     for out, gx in outs[1:]:
         assert torch.equal(out, outs[0][0]) and torch.equal(gx, outs[0][1])
 

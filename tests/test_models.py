@@ -88,6 +88,30 @@ def test_embedding_encoder_stacks_layers_after_batch_norm():
     assert EmbeddingEncoder(5, 4)(torch.arange(3), graph).shape == (3, 4)
 
 
+@pytest.mark.parametrize("with_convs", [True, False])
+def test_embedding_encoder_max_norm_matches_nn_embedding(with_convs):
+    torch.manual_seed(0)
+    graph = Graph.from_edge_index(torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), 5, symmetrize=True)
+    convs = [_MeanConv(4, 3)] if with_convs else []
+    enc = EmbeddingEncoder(5, 4, convs, batch_norm=False, max_norm=1.0)
+    with torch.no_grad():
+        enc.embedding.weight.mul_(torch.tensor([[0.1], [3.0], [0.5], [7.0], [2.0]]))
+    reference = nn.Embedding(5, 4, max_norm=1.0)
+    reference.weight.data.copy_(enc.embedding.weight)
+    ids = torch.arange(5) if with_convs else torch.tensor([3, 1, 3])
+    out = enc(ids, graph)
+    looked_up = reference(ids)  # renormalises the looked-up rows of its table in place
+    torch.testing.assert_close(enc.embedding.weight, reference.weight)
+    expected = convs[0](looked_up, graph) if with_convs else looked_up
+    torch.testing.assert_close(out, expected)
+    norms = enc.embedding.weight.detach().norm(dim=1)
+    assert norms[ids].max() <= 1.0 + 1e-6 and norms[1] == pytest.approx(1.0)
+    if not with_convs:  # a row never looked up keeps its norm
+        assert norms[4] > 1.5
+    with pytest.raises(ValueError, match="max_norm must be > 0"):
+        EmbeddingEncoder(5, 4, max_norm=0.0)
+
+
 def test_embedding_encoder_with_a_pyg_layer():
     pyg_nn = pytest.importorskip("torch_geometric.nn")
     from galfast.train import EdgeIndexAdapter

@@ -22,7 +22,7 @@ enum class AggMode : int {
 };
 
 // Rows with more edges than this are reduced by a whole CUDA block instead of one warp.
-constexpr int64_t kHubDegree = 1024;
+constexpr int64_t kHubDegree = 256;
 
 struct AggregateParams {
   const int64_t* rowptr = nullptr;    // [num_rows + 1]

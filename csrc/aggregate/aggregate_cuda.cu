@@ -1,11 +1,15 @@
 // CUDA aggregation.
 // Row kernel thread mapping: a group of G lanes (G = 8, 16 or 32, the smallest covering F up to
 // 32) owns one destination row; lane l accumulates features f0 + l + k*G (k < kVec) in
-// registers while the group walks the row's edges, so feature loads are coalesced; larger F
-// loops over tiles of G*kVec features. Rows with more than kHubDegree edges are skipped there.
-// Hub kernel thread mapping: one block of kHubWarps warps per hub row; warp w takes edges
-// w, w + kHubWarps, ... and lane l feature l of a 32-wide tile; partials are combined in warp
-// order through shared memory, so the result is deterministic (no atomics).
+// registers, so feature loads are coalesced; larger F loops over tiles of G*kVec features. The
+// group walks its row in chunks of G edges: lane j loads edge j's column, factor and id (one
+// coalesced load instead of G dependent ones), then the group takes the chunk's edges in order
+// from registers by shuffle, kUnroll at a time so that kUnroll feature loads are in flight.
+// Rows with more than kHubDegree edges are skipped there.
+// Hub kernel thread mapping: one block of kHubWarps warps per hub row; warp w takes the 32-edge
+// chunks w, w + kHubWarps, ... (loaded and shuffled as above) and lane l feature l of a 32-wide
+// tile; partials are combined in warp order through shared memory, so the result is
+// deterministic (no atomics).
 // Edge-gradient kernel thread mapping: one warp per edge, lanes stride the features, then a
 // shuffle reduction.
 #include <cstdint>
@@ -21,6 +25,7 @@ namespace {
 constexpr int kVec = 4;
 constexpr int kRowThreads = 256;
 constexpr int kHubWarps = 8;
+constexpr int kUnroll = 4;
 
 template <typename Acc>
 struct Slot {
@@ -66,10 +71,24 @@ struct EdgeView {
   int64_t id;
 };
 
+// Lane j of a group of `width` lanes loads slot e0 + j of row r (a zero-factor dummy past end).
 template <typename T>
-__device__ __forceinline__ EdgeView<T> view_edge(const AggregateParams& p, int64_t r, int64_t e) {
+__device__ __forceinline__ EdgeView<T> load_edge(const AggregateParams& p, int64_t r, int64_t e,
+                                                 int64_t end) {
+  if (e >= end) return {0, acc_t<T>(0), -1};
   const int64_t c = p.col[e];
   return {c, edge_factor<T, acc_t<T>>(p, r, c, e), edge_ident(p, e)};
+}
+
+// Lane `src` of the group's copy of an edge view. The id only matters to max and masked sum.
+template <typename T, AggMode kMode>
+__device__ __forceinline__ EdgeView<T> shuffle_edge(unsigned mask, const EdgeView<T>& ev, int src,
+                                                    int width) {
+  EdgeView<T> out;
+  out.c = __shfl_sync(mask, ev.c, src, width);
+  out.w = __shfl_sync(mask, ev.w, src, width);
+  out.id = kMode == AggMode::kSum ? 0 : __shfl_sync(mask, ev.id, src, width);
+  return out;
 }
 
 template <typename T, AggMode kMode>
@@ -79,6 +98,25 @@ __device__ __forceinline__ void fold_edge(const AggregateParams& p, const EdgeVi
   const acc_t<T> xv = to_acc(static_cast<const T*>(p.x)[at]);
   const int64_t mask_id = kMode == AggMode::kMaskedSum ? p.mask_arg[at] : 0;
   fold<kMode>(s, ev.w, xv, ev.id, mask_id);
+}
+
+// Folds edges [e0, e0 + n) of row r into this lane's kFeat slots (features f[k], valid where
+// f[k] < F), in edge order. The group's lanes each load one edge of the chunk; the unrolled
+// inner loop lets kUnroll edges' feature loads overlap.
+template <typename T, AggMode kMode, int kFeat>
+__device__ __forceinline__ void fold_chunk(const AggregateParams& p, int64_t r, int64_t e0,
+                                           int64_t end, unsigned mask, int lane, int width,
+                                           const int64_t (&f)[kFeat], Slot<acc_t<T>> (&s)[kFeat]) {
+  const EdgeView<T> mine = load_edge<T>(p, r, e0 + lane, end);
+  const int n = end - e0 < width ? static_cast<int>(end - e0) : width;
+#pragma unroll kUnroll
+  for (int j = 0; j < n; ++j) {
+    const EdgeView<T> ev = shuffle_edge<T, kMode>(mask, mine, j, width);
+#pragma unroll
+    for (int k = 0; k < kFeat; ++k) {
+      if (f[k] < p.num_features) fold_edge<T, kMode>(p, ev, f[k], s[k]);
+    }
+  }
 }
 
 template <typename T, AggMode kMode>
@@ -94,26 +132,28 @@ __global__ void aggregate_rows_kernel(AggregateParams p, int group) {
   const int64_t thread = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t r = thread / group;
   const int lane = static_cast<int>(thread % group);
+  // r is uniform over a group and groups tile warps, so whole groups leave together and the
+  // shuffles below only involve the group's own lanes.
   if (r >= p.num_rows) return;
   const int64_t begin = p.rowptr[r], end = p.rowptr[r + 1];
   if (end - begin > kHubDegree) return;
+  const unsigned mask = group == 32 ? 0xffffffffu
+                                    : ((1u << group) - 1u) << (threadIdx.x % 32 / group * group);
   const int64_t F = p.num_features;
   for (int64_t f0 = 0; f0 < F; f0 += static_cast<int64_t>(group) * kVec) {
     Slot<Acc> s[kVec];
+    int64_t f[kVec];
 #pragma unroll
-    for (int k = 0; k < kVec; ++k) s[k] = {Acc(0), -1};
-    for (int64_t e = begin; e < end; ++e) {
-      const EdgeView<T> ev = view_edge<T>(p, r, e);
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) {
-        const int64_t f = f0 + lane + static_cast<int64_t>(k) * group;
-        if (f < F) fold_edge<T, kMode>(p, ev, f, s[k]);
-      }
+    for (int k = 0; k < kVec; ++k) {
+      s[k] = {Acc(0), -1};
+      f[k] = f0 + lane + static_cast<int64_t>(k) * group;
+    }
+    for (int64_t e0 = begin; e0 < end; e0 += group) {
+      fold_chunk<T, kMode>(p, r, e0, end, mask, lane, group, f, s);
     }
 #pragma unroll
     for (int k = 0; k < kVec; ++k) {
-      const int64_t f = f0 + lane + static_cast<int64_t>(k) * group;
-      if (f < F) store<T, kMode>(p, r, f, s[k]);
+      if (f[k] < F) store<T, kMode>(p, r, f[k], s[k]);
     }
   }
 }
@@ -126,19 +166,17 @@ __global__ void aggregate_hub_kernel(AggregateParams p) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int64_t begin = p.rowptr[r], end = p.rowptr[r + 1], F = p.num_features;
   for (int64_t f0 = 0; f0 < F; f0 += 32) {
-    const int64_t f = f0 + lane;
-    Slot<Acc> s{Acc(0), -1};
-    if (f < F) {
-      for (int64_t e = begin + warp; e < end; e += kHubWarps) {
-        fold_edge<T, kMode>(p, view_edge<T>(p, r, e), f, s);
-      }
+    const int64_t f[1] = {f0 + lane};
+    Slot<Acc> s[1] = {{Acc(0), -1}};
+    for (int64_t e0 = begin + 32 * warp; e0 < end; e0 += 32 * kHubWarps) {
+      fold_chunk<T, kMode>(p, r, e0, end, 0xffffffffu, lane, 32, f, s);
     }
-    partial[warp][lane] = s;
+    partial[warp][lane] = s[0];
     __syncthreads();
-    if (warp == 0 && f < F) {
+    if (warp == 0 && f[0] < F) {
       Slot<Acc> total = partial[0][lane];
       for (int w = 1; w < kHubWarps; ++w) merge<kMode>(total, partial[w][lane]);
-      store<T, kMode>(p, r, f, total);
+      store<T, kMode>(p, r, f[0], total);
     }
     __syncthreads();
   }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
+import torch
 from torch import Tensor, nn
 
 from galfast.graph import Graph
@@ -28,6 +29,11 @@ class EmbeddingEncoder(nn.Module):
             :class:`galfast.train.EdgeIndexAdapter`). Empty = embeddings only.
         batch_norm: apply BatchNorm1d to the embeddings.
         activation: between layers (not after the last); default ReLU.
+        max_norm: if given, rows looked up in a forward are first rescaled in place to L2 norm
+            at most ``max_norm``, as ``nn.Embedding(max_norm=...)`` does (the original GAL
+            MovieLens code uses 1). Done by one vectorised ``renorm`` over the whole table
+            when message passing reads every node (no ``unique``, so no GPU sync), where
+            ``nn.Embedding`` loops over the rows on the CPU.
 
     Called as the trainer's encoder with node ids: ``encoder(ids, graph) -> [len(ids), D']``
     (``ids`` must cover all graph nodes, in order, whenever ``convs`` is not empty).
@@ -45,10 +51,14 @@ class EmbeddingEncoder(nn.Module):
         convs: Sequence[nn.Module] = (),
         batch_norm: bool = True,
         activation: Optional[nn.Module] = None,
+        max_norm: Optional[float] = None,
     ) -> None:
         super().__init__()
         if num_nodes < 1 or dim < 1:
             raise ValueError("num_nodes and dim must be >= 1")
+        if max_norm is not None and not max_norm > 0:
+            raise ValueError(f"max_norm must be > 0, got {max_norm}")
+        self.max_norm = max_norm
         self.embedding = nn.Embedding(num_nodes, dim)
         self.norm = nn.BatchNorm1d(dim) if batch_norm else nn.Identity()
         self.convs = nn.ModuleList(convs)
@@ -59,9 +69,22 @@ class EmbeddingEncoder(nn.Module):
             raise ValueError(
                 f"message passing needs all {graph.num_nodes} node ids, got {ids.numel()}"
             )
+        if self.max_norm is not None:
+            self._renorm_looked_up(ids)
         h = self.norm(self.embedding(ids))
         for i, conv in enumerate(self.convs):
             h = conv(h, graph)
             if i < len(self.convs) - 1:
                 h = self.activation(h)
         return h
+
+    @torch.no_grad()
+    def _renorm_looked_up(self, ids: Tensor) -> None:
+        # Same rule as ATen's embedding_renorm_: rows with norm > max_norm are scaled by
+        # max_norm / (norm + 1e-7), which is what Tensor.renorm computes.
+        weight = self.embedding.weight
+        if self.convs:  # every node is looked up
+            weight.copy_(weight.renorm(2, 0, self.max_norm))
+        else:
+            rows = ids.unique()
+            weight[rows] = weight[rows].renorm(2, 0, self.max_norm)

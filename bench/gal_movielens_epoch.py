@@ -1,0 +1,100 @@
+"""Wall-clock seconds of whole GAL MovieLens-1M epochs, the quantity the issue's targets name
+(bench/bench_gal_movielens.py times single steps; this runs every step of an epoch).
+
+    python bench/gal_movielens_epoch.py --device cuda --kind gcn --impl galfast pyg
+
+For each implementation: one warm-up epoch (caches, autotuning, allocator), then ``--epochs``
+timed epochs over the ~900k training ratings of ``synthetic_movielens()`` in batches of
+8,192 (110 task steps, each followed by an adversary step on 256 users). Prints one JSON line
+per implementation with the seconds of each timed epoch; ``--profile`` then runs one more epoch
+of each under torch.profiler and prints its busiest operators (by self device time on a GPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+import torch
+from bench_gal_movielens import ADV_BATCH_SIZE, BATCH_SIZE, LAM, LR
+from gal_movielens_galfast import build_trainer, gender_attribute, rating_batches, train_steps
+from gal_movielens_pyg import GALMovieLens, train_step
+
+from galfast.datasets import synthetic_movielens
+
+
+def epoch_data(device: str, seed: int) -> tuple:
+    ds = synthetic_movielens().to(device)
+    users, movies, stars = ds.train_ratings.unbind(1)
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(users.numel(), generator=gen).to(device)
+    rows = torch.stack([users, stars - 1, movies], dim=1)[order]
+    batches = list(rows.split(BATCH_SIZE))
+    adv_users = [
+        torch.randperm(ds.num_users, generator=gen)[:ADV_BATCH_SIZE].to(device) for _ in batches
+    ]
+    edge_index = torch.cat([torch.stack([users, movies]), torch.stack([movies, users])], 1)
+    return ds, batches, adv_users, edge_index
+
+
+def galfast_epoch(kind: str, device: str, ds, batches, adv_users, edge_index):
+    trainer = build_trainer(kind, ds.num_nodes, lam=LAM, lr=LR, device=device)
+    rating, gender = rating_batches(batches), gender_attribute(ds.attributes["gender"])
+    return lambda: train_steps(trainer, ds.graph, rating, gender)
+
+
+def pyg_epoch(kind: str, device: str, ds, batches, adv_users, edge_index):
+    model = GALMovieLens(kind, ds.num_nodes, edge_index).to(device)
+    optimizers = model.optimizers(LR, LAM)
+    gender = ds.attributes["gender"]
+
+    def run():
+        for batch, users in zip(batches, adv_users):
+            train_step(model, *optimizers, batch, users, gender[users])
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--kind", choices=("gcn", "gat", "cheb"), default="gcn")
+    parser.add_argument("--impl", nargs="+", choices=("galfast", "pyg"), default=["galfast"])
+    parser.add_argument("--epochs", type=int, default=2)
+    parser.add_argument("--profile", action="store_true", help="profile one more epoch")
+    args = parser.parse_args()
+
+    data = epoch_data(args.device, seed=0)
+    for impl in args.impl:
+        torch.manual_seed(0)
+        epoch = (galfast_epoch if impl == "galfast" else pyg_epoch)(args.kind, args.device, *data)
+        seconds = []
+        for i in range(args.epochs + 1):
+            start = time.perf_counter()
+            epoch()
+            if args.device.startswith("cuda"):
+                torch.cuda.synchronize()
+            if i:  # epoch 0 warms up
+                seconds.append(time.perf_counter() - start)
+        record = {"impl": impl, "kind": args.kind, "device": args.device, "steps": len(data[1])}
+        print(json.dumps(record | {"seconds_per_epoch": seconds}), flush=True)
+        if args.profile:
+            print_profile(epoch, args.device)
+
+
+def print_profile(epoch, device: str) -> None:
+    from torch.profiler import ProfilerActivity, profile
+
+    on_gpu = device.startswith("cuda")
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_gpu else [])
+    with profile(activities=activities) as prof:
+        epoch()
+        if on_gpu:
+            torch.cuda.synchronize()
+    key = "self_cuda_time_total" if on_gpu else "self_cpu_time_total"
+    print(prof.key_averages().table(sort_by=key, row_limit=25, max_name_column_width=48))
+
+
+if __name__ == "__main__":
+    main()
