@@ -132,6 +132,9 @@ def test_torch_compile_matches_eager(reduce):
     def f(x, w):
         return aggregate(g, x, w, reduce=reduce, norm="gcn").relu().sum()
 
+    # Eager calls take the autograd.Function twin, compiled ones the torch.library op: both
+    # paths must agree.
+    assert "Eager" in type(aggregate(g, x, w, reduce=reduce).grad_fn).__name__
     compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
     eager_val, eager_grads = f(x, w), torch.autograd.grad(f(x, w), (x, w))
     comp_val = compiled(x, w)

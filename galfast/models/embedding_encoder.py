@@ -71,7 +71,13 @@ class EmbeddingEncoder(nn.Module):
             )
         if self.max_norm is not None:
             self._renorm_looked_up(ids)
-        h = self.norm(self.embedding(ids))
+        if self.convs:
+            # Every node in order: a gather whose backward is one index_add (each row once).
+            # nn.Embedding's CUDA backward sorts the ids and syncs with the host instead.
+            h = self.embedding.weight.index_select(0, ids)
+        else:
+            h = self.embedding(ids)
+        h = self.norm(h)
         for i, conv in enumerate(self.convs):
             h = conv(h, graph)
             if i < len(self.convs) - 1:

@@ -1,6 +1,7 @@
-"""Thin torch.library wrappers over the raw kernels: allocate outputs, pass pointers, pick the
-backend by device. These ops have no autograd of their own; galfast.ops.aggregate composes
-them into a differentiable op."""
+"""Thin wrappers over the raw kernels: allocate outputs, pass pointers, pick the backend by
+device. Each is a plain function (``launch_*``, called directly in eager backward passes) and
+a torch.library op of the same body (traced by torch.compile). They have no autograd of their
+own; galfast.ops.aggregate composes them into a differentiable op."""
 
 from __future__ import annotations
 
@@ -39,8 +40,7 @@ def _require_cuda_build() -> None:
         )
 
 
-@torch.library.custom_op("galfast::spmm_csr", mutates_args=())
-def spmm_csr(
+def launch_spmm_csr(
     rowptr: Tensor,
     col: Tensor,
     edge_id: Optional[Tensor],
@@ -76,6 +76,9 @@ def spmm_csr(
     return out, arg
 
 
+spmm_csr = torch.library.custom_op("galfast::spmm_csr", mutates_args=())(launch_spmm_csr)
+
+
 @spmm_csr.register_fake
 def _(rowptr, col, edge_id, weight, row_scale, col_scale, hub_rows, x, mask_arg, mode):
     num_rows = rowptr.size(0) - 1
@@ -83,8 +86,7 @@ def _(rowptr, col, edge_id, weight, row_scale, col_scale, hub_rows, x, mask_arg,
     return x.new_empty(num_rows, x.size(1)), x.new_empty(arg_shape, dtype=torch.long)
 
 
-@torch.library.custom_op("galfast::sddmm_csr", mutates_args=())
-def sddmm_csr(
+def launch_sddmm_csr(
     rowptr: Tensor,
     row: Tensor,
     col: Tensor,
@@ -111,6 +113,9 @@ def sddmm_csr(
         sync_cpu_threads()
         _C.edge_grad_cpu(p)
     return grad_w
+
+
+sddmm_csr = torch.library.custom_op("galfast::sddmm_csr", mutates_args=())(launch_sddmm_csr)
 
 
 @sddmm_csr.register_fake

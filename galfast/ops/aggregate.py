@@ -9,7 +9,16 @@ from torch import Tensor
 
 from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast.graph import Graph
-from galfast.ops._kernels import MODE_MASKED_SUM, MODE_MAX, MODE_SUM, sddmm_csr, spmm_csr
+from galfast.ops._eager import eager_function, tracing
+from galfast.ops._kernels import (
+    MODE_MASKED_SUM,
+    MODE_MAX,
+    MODE_SUM,
+    launch_sddmm_csr,
+    launch_spmm_csr,
+    sddmm_csr,
+    spmm_csr,
+)
 
 __all__ = ["aggregate"]
 
@@ -17,8 +26,7 @@ _REDUCES = ("sum", "mean", "max")
 _NORMS = (None, "gcn")
 
 
-@torch.library.custom_op("galfast::aggregate", mutates_args=())
-def _aggregate_op(
+def _aggregate_forward(
     rowptr: Tensor,
     col: Tensor,
     row: Tensor,
@@ -33,7 +41,12 @@ def _aggregate_op(
     col_scale: Optional[Tensor],
     mode: int,
 ) -> tuple[Tensor, Tensor]:
-    return spmm_csr(rowptr, col, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode)
+    return launch_spmm_csr(
+        rowptr, col, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
+    )
+
+
+_aggregate_op = torch.library.custom_op("galfast::aggregate", mutates_args=())(_aggregate_forward)
 
 
 @_aggregate_op.register_fake
@@ -80,10 +93,12 @@ def _backward(ctx, grad_out, _grad_arg):
     ) = ctx.saved_tensors
     grad_out = grad_out.contiguous()
     is_max = ctx.mode == MODE_MAX
+    eager = getattr(ctx, "eager", False)
+    spmm, sddmm = (launch_spmm_csr, launch_sddmm_csr) if eager else (spmm_csr, sddmm_csr)
     grad_x = grad_w = None
     if ctx.needs_input_grad[8]:
         # The same kernel on the transpose: source j gathers from its targets; scales swap sides.
-        grad_x, _ = spmm_csr(
+        grad_x, _ = spmm(
             colptr,
             csc_col,
             csc_edge_id,
@@ -96,13 +111,12 @@ def _backward(ctx, grad_out, _grad_arg):
             MODE_MASKED_SUM if is_max else MODE_SUM,
         )
     if edge_weight is not None and ctx.needs_input_grad[9]:
-        grad_w = sddmm_csr(
-            rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None
-        )
+        grad_w = sddmm(rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None)
     return (None,) * 8 + (grad_x, grad_w, None, None, None)
 
 
 _aggregate_op.register_autograd(_backward, setup_context=_setup_context)
+_AggregateEager = eager_function(_aggregate_forward, _setup_context, _backward)
 
 
 def _check_inputs(
@@ -191,7 +205,8 @@ def aggregate(
     on_cuda = x.device.type == "cuda"
     empty = graph.rowptr.new_empty(0)
     colptr, csc_col, csc_edge_id = graph.csc
-    out, _ = _aggregate_op(
+    op = _aggregate_op if tracing() else _AggregateEager.apply
+    out, _ = op(
         graph.rowptr,
         graph.col,
         graph.row,

@@ -15,6 +15,7 @@ from torch import Tensor
 from galfast._dtypes import accumulation_dtype, check_float_dtype, dtype_code
 from galfast._native import _C
 from galfast.graph import Graph
+from galfast.ops._eager import eager_function, tracing
 from galfast.ops._kernels import _ptr, _require_cuda_build, _stream, sync_cpu_threads
 
 __all__ = ["gat_aggregate"]
@@ -29,8 +30,7 @@ def _sizes(
     params.dtype = dtype_code(h.dtype)
 
 
-@torch.library.custom_op("galfast::gat_forward", mutates_args=())
-def _gat_forward(
+def _launch_gat_forward(
     rowptr: Tensor,
     col: Tensor,
     colptr: Tensor,
@@ -60,6 +60,9 @@ def _gat_forward(
     return out, lse
 
 
+_gat_forward = torch.library.custom_op("galfast::gat_forward", mutates_args=())(_launch_gat_forward)
+
+
 @_gat_forward.register_fake
 def _(
     rowptr,
@@ -79,8 +82,7 @@ def _(
     return out, h.new_empty(num_rows, h.size(1), dtype=accumulation_dtype(h.dtype))
 
 
-@torch.library.custom_op("galfast::gat_backward", mutates_args=())
-def _gat_backward(
+def _launch_gat_backward(
     rowptr: Tensor,
     col: Tensor,
     colptr: Tensor,
@@ -121,6 +123,11 @@ def _gat_backward(
     return grad_h, grad_src, grad_dst
 
 
+_gat_backward = torch.library.custom_op("galfast::gat_backward", mutates_args=())(
+    _launch_gat_backward
+)
+
+
 @_gat_backward.register_fake
 def _(
     rowptr,
@@ -148,11 +155,13 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_out, _grad_lse):
-    grads = _gat_backward(*ctx.saved_tensors, grad_out.contiguous(), *ctx.attention)
+    backward = _launch_gat_backward if getattr(ctx, "eager", False) else _gat_backward
+    grads = backward(*ctx.saved_tensors, grad_out.contiguous(), *ctx.attention)
     return (None,) * 5 + grads + (None, None, None)
 
 
 _gat_forward.register_autograd(_backward, setup_context=_setup_context)
+_GatEager = eager_function(_launch_gat_forward, _setup_context, _backward)
 
 
 def _check_inputs(
@@ -246,7 +255,8 @@ def gat_aggregate(
     if seed is None:
         seed = int(torch.randint(0, 2**62, ())) if dropout > 0 else 0
     colptr, csc_row, csc_edge_id = graph.csc
-    out, _ = _gat_forward(
+    op = _gat_forward if tracing() else _GatEager.apply
+    out, _ = op(
         graph.rowptr,
         graph.col,
         colptr,

@@ -387,6 +387,9 @@ class GALTrainer:
         pairs = {a.attribute.name: 0 for a in adversaries}
         failures = dict(pairs)
         adv_steps = 0
+        # Once per epoch, not per step: only callbacks and embed() (which restores the mode)
+        # run between steps, and Module.train() walks every submodule.
+        self._set_train_mode()
         # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
         # by (seed, epoch): an epoch replays identically after a resume.
         with seeded_globals(derive_seed(self.seed, "epoch", self.epoch), self._rng_devices()):
@@ -443,7 +446,6 @@ class GALTrainer:
                 module.train()
 
     def _task_step(self, graph, inputs, batch) -> Tensor:
-        self._set_train_mode()
         z, _ = self._encode(graph, inputs, batch)
         loss = self.task_loss(self.task_head(z, batch), batch)
         self.task_optimizer.zero_grad()
@@ -477,7 +479,6 @@ class GALTrainer:
         return paired.partners, targets[paired.keep]
 
     def _adversary_step(self, graph, inputs, batch, adversaries, pairs, failures):
-        self._set_train_mode()
         z, ids = self._encode(graph, inputs, batch)
         z_rev = grad_reverse(z)
         losses, total = {}, None
