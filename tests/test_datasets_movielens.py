@@ -142,6 +142,23 @@ def test_unrated_movies_are_isolated_nodes_with_a_note(ml1m):
     assert any("1 of 5 movies" in note for note in ds.notes)
 
 
+def test_unrated_movies_can_be_dropped_as_the_paper_counts(ml1m):
+    root, ratings = ml1m
+    kept, dropped = movielens("1m", root=root), movielens("1m", root=root, unrated_movies="drop")
+    assert dropped.num_movies == kept.num_movies - 1 and dropped.num_users == kept.num_users
+    assert dropped.raw_movie_ids.tolist() == RATED_1M  # movies.dat order, Grumpier gone
+    assert len(dropped.movie_titles) == dropped.num_movies
+    # Same ratings, movie nodes renumbered over the rated movies only.
+    movie_node = {m: 8 + k for k, m in enumerate(RATED_1M)}
+    user_node = {u[0]: k for k, u in enumerate(USERS_1M)}
+    assert dropped.ratings.tolist() == [[user_node[u], movie_node[m], r] for u, m, r, _ in ratings]
+    assert dropped.graph.num_nodes == kept.graph.num_nodes - 1
+    assert bool((dropped.graph.in_degree[8:] > 0).all())
+    assert any("dropped" in note for note in dropped.notes)
+    with pytest.raises(ValueError, match="unrated_movies"):
+        movielens("1m", root=root, unrated_movies="hide")
+
+
 def test_graph_holds_training_ratings_both_ways_with_rating_types(ml1m):
     root, _ = ml1m
     ds = movielens("1m", root=root, seed=3)
@@ -313,3 +330,12 @@ def test_hand_placed_archive_is_verified_before_extraction(tmp_path, monkeypatch
     local = dataclasses.replace(spec.archive, sha256=digest)
     monkeypatch.setitem(movielens_loader._VERSIONS, "1m", dataclasses.replace(spec, archive=local))
     assert movielens("1m", opener=offline).num_ratings == 30
+
+
+def test_the_cli_loads_the_papers_graph_of_rated_movies(ml1m):
+    from galfast.cli.experiments import load_dataset
+
+    root, _ = ml1m
+    assert load_dataset("movielens-1m", str(root)).num_movies == len(RATED_1M)
+    keep = (("unrated_movies", "keep"),)
+    assert load_dataset("movielens-1m", str(root), keep).num_movies == len(MOVIES_1M)

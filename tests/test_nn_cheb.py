@@ -72,3 +72,18 @@ def test_bad_arguments():
     edge_index, n = GRAPHS["random"]
     with pytest.raises(ValueError, match="single value"):
         ChebConv(8, 6, K=2)(_x(n), edge_index, lambda_max=torch.ones(2))
+
+
+def test_symmetric_degrees_take_the_gcn_form_and_agree_with_the_weighted_form():
+    from galfast.nn.norm import cheb_gcn_form, cheb_norm
+
+    symmetric = galfast.Graph.from_edge_index(GRAPHS["random"][0], 20, symmetrize=True)
+    directed = galfast.Graph.from_edge_index(GRAPHS["random"][0], 20)
+    assert cheb_gcn_form(symmetric) is not None
+    assert cheb_gcn_form(directed) is None  # in- and out-degrees differ
+    assert cheb_gcn_form(symmetric, lambda_max=1.5) is None
+    assert cheb_gcn_form(symmetric, normalization="rw") is None
+    x = _x(20)
+    fast = -galfast.ops.aggregate(cheb_gcn_form(symmetric), x, norm="gcn")
+    target, off, diag = cheb_norm(symmetric)
+    torch.testing.assert_close(fast, galfast.ops.aggregate(target, x, off) + diag[:, None] * x)

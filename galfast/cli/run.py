@@ -29,7 +29,8 @@ MovieLens setup (movielens-1m, movielens-100k, synthetic-movielens): embedding 2
 BatchNorm + one GNN layer, bilinear decoder with 2 bases over 5 ratings, 25 epochs of 8,192
 ratings, an adversary step on 256 users after each task step, attacker 30 epochs; task = test
 RMSE. For the binary gender attribute, compare balanced_accuracy with the paper's "AUC"
-column (the paper thresholded predictions); auc is the ranking ROC-AUC.
+column (the paper thresholded predictions); auc is the ranking ROC-AUC. MovieLens graphs keep
+rated movies only, as the paper counts them (--option unrated_movies=keep keeps all).
 """
 
 

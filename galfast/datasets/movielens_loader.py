@@ -273,15 +273,17 @@ def movielens(
     seed: int = 0,
     *,
     test_fraction: float = 0.1,
+    unrated_movies: str = "keep",
     download: bool = True,
     opener: Callable[..., object] = urllib.request.urlopen,
 ) -> RatingDataset:
     """MovieLens-1M or -100K as a user-movie rating graph with user attributes.
 
     Users become nodes ``0..U-1`` in the order of the users file, movies nodes ``U..U+M-1`` in
-    the order of the movies file. Every movie listed there is a node, rated or not (ML-1M lists
-    3,883 movies of which 3,706 have ratings, so 177 nodes are isolated; the GAL paper counts
-    only the rated 3,706). Ratings are split at random, ``test_fraction`` held out, seeded.
+    the order of the movies file. By default every movie listed there is a node, rated or not
+    (ML-1M lists 3,883 movies of which 3,706 have ratings, so 177 nodes are isolated);
+    ``unrated_movies="drop"`` keeps only the rated ones, as the GAL paper counts them (6,040 +
+    3,706 nodes). Ratings are split at random, ``test_fraction`` held out, seeded.
 
     User attributes (``ds.attributes``):
 
@@ -299,6 +301,7 @@ def movielens(
             the official archive there when missing.
         seed: seeds the rating split.
         test_fraction: share of ratings held out.
+        unrated_movies: ``"keep"`` (isolated movie nodes) or ``"drop"`` (the paper's count).
         download: allow the download (otherwise a missing copy raises).
         opener: the URL opener (``urllib.request.urlopen``; replaceable for mirrors and tests).
 
@@ -315,6 +318,8 @@ def movielens(
         raise ValueError(
             f"unknown MovieLens version {version!r}; expected one of {sorted(_VERSIONS)}"
         )
+    if unrated_movies not in ("keep", "drop"):
+        raise ValueError(f"unrated_movies must be 'keep' or 'drop', got {unrated_movies!r}")
     spec = _VERSIONS[version]
     folder = _locate(spec, root, download, opener)
     parsed = (_parse_1m if version == "1m" else _parse_100k)(folder)
@@ -334,26 +339,31 @@ def movielens(
     ]
     rated = np.zeros(len(parsed["movie_ids"]), dtype=bool)
     rated[movie_index] = True
+    movie_ids, titles = parsed["movie_ids"], tuple(parsed["titles"])
     notes = ()
     if not rated.all():
-        notes = (
-            f"{int((~rated).sum())} of {rated.size} movies in {movie_file} have no rating; they "
-            "are kept as isolated movie nodes.",
-        )
+        unrated = f"{int((~rated).sum())} of {rated.size} movies in {movie_file} have no rating"
+        if unrated_movies == "keep":
+            notes = (f"{unrated}; they are kept as isolated movie nodes.",)
+        else:
+            notes = (f"{unrated}; they were dropped (unrated_movies='drop').",)
+            movie_index = (np.cumsum(rated) - 1)[movie_index]
+            movie_ids = movie_ids[rated]
+            titles = tuple(t for t, keep in zip(titles, rated) if keep)
     return build_rating_dataset(
         name=spec.name,
         user_index=user_index,
         movie_index=movie_index,
         rating=parsed["ratings"][:, 2],
         num_users=len(parsed["user_ids"]),
-        num_movies=len(parsed["movie_ids"]),
+        num_movies=len(movie_ids),
         attributes=dict(
             gender=parsed["gender"], age=parsed["age"], occupation=parsed["occupation"]
         ),
         attribute_classes=dict(gender=GENDERS, age=AGE_GROUPS, occupation=parsed["occupations"]),
         raw_user_ids=parsed["user_ids"],
-        raw_movie_ids=parsed["movie_ids"],
-        movie_titles=tuple(parsed["titles"]),
+        raw_movie_ids=movie_ids,
+        movie_titles=titles,
         license=LICENSE,
         notes=notes,
         seed=seed,

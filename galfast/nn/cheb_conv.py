@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Callable, Optional, Union
 
 import torch
 from torch import Tensor
@@ -10,7 +10,7 @@ from torch.nn import Parameter
 
 from galfast.graph import Graph
 from galfast.nn._graph_input import graph_input
-from galfast.nn.norm import cheb_norm
+from galfast.nn.norm import cheb_gcn_form, cheb_norm
 from galfast.ops import aggregate
 
 __all__ = ["ChebConv"]
@@ -84,24 +84,24 @@ class ChebConv(torch.nn.Module):
         graph, weight = graph_input(edge_index_or_graph, x.size(0), edge_weight)
         out = self.lins[0](x)
         if len(self.lins) > 1:
-            graph, off, diag = cheb_norm(
-                graph,
-                weight,
-                normalization=self.normalization,
-                lambda_max=lambda_max,
-                dtype=x.dtype,
-            )
-            diag = diag.to(x.dtype).unsqueeze(-1)
-
-            def laplacian(z: Tensor) -> Tensor:
-                return aggregate(graph, z, off) + diag * z
-
+            laplacian = self._laplacian(graph, weight, lambda_max, x.dtype)
             previous, current = x, laplacian(x)
             out = out + self.lins[1](current)
             for lin in self.lins[2:]:
                 previous, current = current, 2.0 * laplacian(current) - previous
                 out = out + lin(current)
         return out if self.bias is None else out + self.bias
+
+    def _laplacian(self, graph: Graph, weight, lambda_max, dtype) -> Callable[[Tensor], Tensor]:
+        """z -> scaled Laplacian times z, by the cheapest exact route."""
+        fast = cheb_gcn_form(graph, weight, normalization=self.normalization, lambda_max=lambda_max)
+        if fast is not None:
+            return lambda z: -aggregate(fast, z, norm="gcn")
+        target, off, diag = cheb_norm(
+            graph, weight, normalization=self.normalization, lambda_max=lambda_max, dtype=dtype
+        )
+        diag = diag.to(dtype).unsqueeze(-1)
+        return lambda z: aggregate(target, z, off) + diag * z
 
     def extra_repr(self) -> str:
         return (

@@ -122,6 +122,36 @@ def gcn_norm(
     return target, build()
 
 
+def cheb_gcn_form(
+    graph: Graph,
+    edge_weight: Optional[Tensor] = None,
+    *,
+    normalization: Optional[str] = "sym",
+    lambda_max: Optional[float] = None,
+) -> Optional[Graph]:
+    r"""The loop-free graph ``g`` when ChebConv's scaled Laplacian is exactly
+    :math:`\tilde L x = -D^{-1/2} A D^{-1/2} x` = ``-aggregate(g, x, norm="gcn")``, else None.
+
+    That holds for the ``"sym"`` normalisation of an unweighted graph with
+    :math:`\lambda_{max} = 2` (the default: the diagonal part :math:`2/\lambda_{max} - 1`
+    vanishes) whose in- and out-degrees agree node by node (PyG normalises by out-degrees,
+    ``aggregate`` by in-degrees). It saves reading a per-edge weight array in every
+    aggregation, forward and backward. The degree check is done once and cached on the graph.
+    """
+    if normalization != "sym" or not _cacheable(graph, edge_weight):
+        return None
+    if isinstance(lambda_max, Tensor) or lambda_max not in (None, 2.0):
+        return None  # a tensor is checked by cheb_norm, without a host sync here
+    if graph.edge_weight is not None:
+        return None
+    target, _ = self_loops_removed(graph)
+    balanced = target.cached(
+        ("nn", "in_degree_equals_out_degree"),
+        lambda: bool(torch.equal(target.in_degree, target.out_degree)),
+    )
+    return target if balanced else None
+
+
 def cheb_norm(
     graph: Graph,
     edge_weight: Optional[Tensor] = None,
