@@ -137,8 +137,8 @@ __global__ void aggregate_rows_kernel(AggregateParams p, int group) {
   if (r >= p.num_rows) return;
   const int64_t begin = p.rowptr[r], end = p.rowptr[r + 1];
   if (end - begin > kHubDegree) return;
-  const unsigned mask = group == 32 ? 0xffffffffu
-                                    : ((1u << group) - 1u) << (threadIdx.x % 32 / group * group);
+  const unsigned mask =
+      group == 32 ? 0xffffffffu : ((1u << group) - 1u) << (threadIdx.x % 32 / group * group);
   const int64_t F = p.num_features;
   for (int64_t f0 = 0; f0 < F; f0 += static_cast<int64_t>(group) * kVec) {
     Slot<Acc> s[kVec];
