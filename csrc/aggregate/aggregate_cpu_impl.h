@@ -21,21 +21,13 @@
 #include "aggregate/aggregate.h"
 #include "aggregate/aggregate_row.h"
 #include "common/parallel.h"
+#include "common/prefetch.h"
 
 namespace galfast {
 namespace GALFAST_CPU_ISA {
 namespace {
 
 constexpr int64_t kPrefetchEdges = 8;  // how far ahead of the current edge x rows are fetched
-constexpr int64_t kCacheLine = 64;
-
-template <typename T>
-inline void prefetch_row(const T* row, int64_t count) {
-  const char* bytes = reinterpret_cast<const char*>(row);
-  for (int64_t off = 0; off < count * static_cast<int64_t>(sizeof(T)); off += kCacheLine) {
-    __builtin_prefetch(bytes + off);
-  }
-}
 
 // Sum over row r of w_e * x[c, f0 : f0 + kTile], accumulated in registers.
 template <typename T, int kTile>
@@ -44,7 +36,7 @@ inline void sum_tile(const AggregateParams& p, int64_t r, int64_t f0, T* __restr
   const int64_t F = p.num_features, begin = p.rowptr[r], end = p.rowptr[r + 1];
   T acc[kTile] = {};
   for (int64_t e = begin; e < end; ++e) {
-    if (e + kPrefetchEdges < end) prefetch_row(x + p.col[e + kPrefetchEdges] * F + f0, kTile);
+    if (e + kPrefetchEdges < end) prefetch_span(x + p.col[e + kPrefetchEdges] * F + f0, kTile);
     const int64_t c = p.col[e];
     const T w = edge_factor<T, T>(p, r, c, e);
     const T* __restrict xr = x + c * F + f0;
@@ -64,7 +56,7 @@ inline void generic_row(const AggregateParams& p, int64_t r, int64_t f0) {
   int64_t* __restrict arg = p.mode == AggMode::kMax ? p.arg + r * F : nullptr;
   if (arg) std::fill(arg + f0, arg + F, int64_t(-1));
   for (int64_t e = begin; e < end; ++e) {
-    if (e + kPrefetchEdges < end) prefetch_row(x + p.col[e + kPrefetchEdges] * F + f0, F - f0);
+    if (e + kPrefetchEdges < end) prefetch_span(x + p.col[e + kPrefetchEdges] * F + f0, F - f0);
     const int64_t c = p.col[e];
     const T w = edge_factor<T, T>(p, r, c, e);
     const T* __restrict xr = x + c * F;

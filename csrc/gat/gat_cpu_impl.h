@@ -19,6 +19,7 @@
 #include <string>
 
 #include "common/parallel.h"
+#include "common/prefetch.h"
 #include "gat/gat.h"
 #include "gat/gat_dropout.h"
 #include "gat/gat_row.h"
@@ -29,15 +30,6 @@ namespace {
 
 constexpr int64_t kHeadBlock = 16;
 constexpr int64_t kPrefetchEdges = 8;  // how far ahead of the current edge rows are fetched
-constexpr int64_t kCacheLine = 64;
-
-template <typename T>
-inline void prefetch_span(const T* first, int64_t count) {
-  const char* bytes = reinterpret_cast<const char*>(first);
-  for (int64_t off = 0; off < count * static_cast<int64_t>(sizeof(T)); off += kCacheLine) {
-    __builtin_prefetch(bytes + off);
-  }
-}
 
 template <typename T>
 T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
