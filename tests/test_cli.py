@@ -123,6 +123,45 @@ def test_sweep_reruns_a_run_whose_settings_changed(tmp_path):
     assert json.loads(path.read_text())["config"]["audit_seeds"] == 2
 
 
+def test_adversary_schedule_reaches_the_trainer_and_names_its_own_run_file(tmp_path, monkeypatch):
+    from galfast.cli import experiments
+
+    seen = []
+
+    class Spy(experiments.GALTrainer):
+        def __init__(self, *args, **kwargs):
+            seen.append({k: kwargs[k] for k in ("adv_every", "adv_schedule", "pretrain_epochs")})
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(experiments, "GALTrainer", Spy)
+    base = ["sweep", *TINY_GRAPH, "--seeds", "1", "--lam", "1", "--distance", "tv"]
+    schedule = ["--adv-every", "3", "--adv-schedule", "instead", "--pretrain-epochs", "1"]
+    assert main([*base, "--out", str(tmp_path)]) == 0
+    assert main([*base, *schedule, "--out", str(tmp_path)]) == 0
+    assert seen == [
+        {"adv_every": 1, "adv_schedule": "after", "pretrain_epochs": 0},
+        {"adv_every": 3, "adv_schedule": "instead", "pretrain_epochs": 1},
+    ]
+    names = sorted(p.name for p in (tmp_path / "runs").glob("*.json"))
+    assert names == [
+        "synthetic-graph-gcn-node-tv-lam1-adv3instead-pre1-seed0.json",
+        "synthetic-graph-gcn-node-tv-lam1-seed0.json",
+    ]
+
+
+def test_sweep_keeps_runs_recorded_before_a_setting_existed(tmp_path, monkeypatch):
+    argv = ["sweep", *TINY_GRAPH, "--seeds", "1", "--lam", "0", "--distance", "tv"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    (path,) = (tmp_path / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    del record["config"]["pretrain_epochs"]  # as written by an older galfast
+    path.write_text(json.dumps(record))
+    calls = []
+    monkeypatch.setattr(sweep_module, "run_experiment", lambda *a, **k: calls.append(a))
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    assert calls == []
+
+
 def test_audit_command_on_saved_tensors(tmp_path, capsys):
     gen = torch.Generator().manual_seed(0)
     labels = torch.randint(0, 2, (200,), generator=gen)

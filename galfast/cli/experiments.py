@@ -68,6 +68,9 @@ class ExperimentConfig:
     audit_seeds: int = 1
     seed: int = 0
     device: str = "cpu"
+    adv_every: int = 1
+    adv_schedule: str = "after"
+    pretrain_epochs: int = 0
     dataset_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
@@ -150,6 +153,14 @@ def _link_auc(z: Tensor, pos: Tensor, neg: Tensor) -> float:
     return float(roc_auc_score(labels, scores))
 
 
+def _schedule(cfg: ExperimentConfig) -> dict[str, Any]:
+    return {
+        "adv_every": cfg.adv_every,
+        "adv_schedule": cfg.adv_schedule,
+        "pretrain_epochs": cfg.pretrain_epochs,
+    }
+
+
 def _train_planetoid(cfg, dataset: GraphDataset, attribute, epochs, progress):
     split = dataset.link_split
     encoder = make_encoder(
@@ -170,6 +181,7 @@ def _train_planetoid(cfg, dataset: GraphDataset, attribute, epochs, progress):
         pairing=cfg.pairing,
         seed=cfg.seed,
         device=cfg.device,
+        **_schedule(cfg),
     )
     batches = LinkBatches(split.train_pos, dataset.num_nodes, batch_size=None, negatives=1)
     trainer.fit(split.graph, batches, attribute, epochs, x=dataset.x, progress=progress)
@@ -193,6 +205,7 @@ def _train_movielens(cfg, dataset: RatingDataset, attribute, epochs, progress):
         adv_batch_size=256,
         seed=cfg.seed,
         device=cfg.device,
+        **_schedule(cfg),
     )
     train = dataset.train_ratings
     levels = range(1, dataset.num_rating_levels + 1)

@@ -24,6 +24,7 @@ __all__ = [
     "device",
     "float_list",
     "nonnegative_float",
+    "nonnegative_int",
     "pairing",
     "pairing_list",
     "positive_int",
@@ -31,14 +32,22 @@ __all__ = [
 ]
 
 
-def positive_int(text: str) -> int:
+def _int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {value}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
+
+
+def nonnegative_int(text: str) -> int:
+    return _int_at_least(text, 0)
 
 
 def nonnegative_float(text: str) -> float:
@@ -178,6 +187,25 @@ def add_experiment_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--audit-seeds", type=positive_int, default=1, help="audit repetitions per trained model"
     )
+    parser.add_argument(
+        "--adv-every",
+        type=positive_int,
+        default=1,
+        help="an adversary step every N-th step (the paper's n_a)",
+    )
+    parser.add_argument(
+        "--adv-schedule",
+        choices=("after", "instead"),
+        default="after",
+        help="'after': the adversary step follows that step's task step; 'instead': it "
+        "replaces it (the paper's Algorithm 1 with n_a > 1)",
+    )
+    parser.add_argument(
+        "--pretrain-epochs",
+        type=nonnegative_int,
+        default=0,
+        help="task-only epochs before the adversary starts (counted in --epochs)",
+    )
     parser.add_argument("--device", type=device, default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -196,6 +224,9 @@ def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "attackers": tuple(args.attackers),
         "audit_seeds": args.audit_seeds,
         "device": args.device,
+        "adv_every": args.adv_every,
+        "adv_schedule": args.adv_schedule,
+        "pretrain_epochs": args.pretrain_epochs,
         "dataset_options": tuple(sorted(args.option)),
     }
 

@@ -60,19 +60,26 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run_path(out: Path, config: ExperimentConfig) -> Path:
     pairing = config.pairing.replace(":", "")
+    schedule = ""  # only a non-default adversary schedule shows in the name
+    if (config.adv_every, config.adv_schedule) != (1, "after"):
+        schedule += f"-adv{config.adv_every}{config.adv_schedule}"
+    if config.pretrain_epochs:
+        schedule += f"-pre{config.pretrain_epochs}"
     name = (
         f"{config.dataset}-{config.encoder}-{pairing}-{config.distance}-"
-        f"lam{config.lam:g}-seed{config.seed}.json"
+        f"lam{config.lam:g}{schedule}-seed{config.seed}.json"
     )
     return out / "runs" / name
 
 
 def _finished(path: Path, config: ExperimentConfig) -> dict[str, Any] | None:
-    """The stored record when ``path`` holds this exact run, else None."""
+    """The stored record when ``path`` holds this exact run, else None. Settings added to
+    ExperimentConfig after a record was written count as their defaults."""
     if not path.is_file():
         return None
     record = json.loads(path.read_text())
-    return record if record.get("config") == config.to_dict() else None
+    saved = {**ExperimentConfig().to_dict(), **record.get("config", {})}
+    return record if saved == config.to_dict() else None
 
 
 def main(args: argparse.Namespace) -> int:
