@@ -9,6 +9,8 @@
 #   BENCH_FILTER="gcn" bash bench/gpu_suite.sh                   # narrow every benchmark (-k)
 #   BENCH_CASES="bench_aggregate:cuda" bash bench/gpu_suite.sh   # file:filter pairs (_ = space)
 #   CMAKE_CUDA_ARCHITECTURES=90-real bash bench/gpu_suite.sh     # build for the card only
+# The build needs setuptools >= 77 (pyproject.toml's SPDX licence string); on an offline
+# machine with an older one, install a newer wheel first and put it on PYTHONPATH.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu-results}"
