@@ -47,14 +47,16 @@ CASES = [
 ]
 
 
-@functools.cache
-def data(device: str) -> dict:
+def training_data(device: str, num_batches: int | None = None, seed: int = 0) -> dict:
+    """The synthetic ML-1M-size dataset on ``device``, its shuffled training ratings as the
+    original's ``(user, level, movie)`` batches of 8,192 (the first ``num_batches``, or all),
+    an adversary batch of 256 users per rating batch, and the original's ``edge_index``."""
     ds = synthetic_movielens().to(device)
     users, movies, stars = ds.train_ratings.unbind(1)
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(seed)
     order = torch.randperm(users.numel(), generator=gen).to(device)
-    rows = torch.stack([users, stars - 1, movies], dim=1)[order]  # the original's (u, r, m)
-    p_batches = list(rows[: (ROUNDS + 2) * BATCH_SIZE].split(BATCH_SIZE))
+    rows = torch.stack([users, stars - 1, movies], dim=1)[order]
+    p_batches = list(rows.split(BATCH_SIZE))[:num_batches]
     adv_users = [
         torch.randperm(ds.num_users, generator=gen)[:ADV_BATCH_SIZE].to(device) for _ in p_batches
     ]
@@ -66,6 +68,11 @@ def data(device: str) -> dict:
         "gender": ds.attributes["gender"],
         "steps_per_epoch": math.ceil(users.numel() / BATCH_SIZE),
     }
+
+
+@functools.cache
+def data(device: str) -> dict:
+    return training_data(device, num_batches=ROUNDS + 2)
 
 
 @functools.cache

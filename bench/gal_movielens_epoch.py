@@ -17,41 +17,24 @@ import json
 import time
 
 import torch
-from bench_gal_movielens import ADV_BATCH_SIZE, BATCH_SIZE, LAM, LR
+from bench_gal_movielens import LAM, LR, training_data
 from gal_movielens_galfast import build_trainer, gender_attribute, rating_batches, train_steps
 from gal_movielens_pyg import GALMovieLens, train_step
 
-from galfast.datasets import synthetic_movielens
+
+def galfast_epoch(kind: str, device: str, d: dict):
+    trainer = build_trainer(kind, d["ds"].num_nodes, lam=LAM, lr=LR, device=device)
+    rating, gender = rating_batches(d["p_batches"]), gender_attribute(d["gender"])
+    return lambda: train_steps(trainer, d["ds"].graph, rating, gender)
 
 
-def epoch_data(device: str, seed: int) -> tuple:
-    ds = synthetic_movielens().to(device)
-    users, movies, stars = ds.train_ratings.unbind(1)
-    gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(users.numel(), generator=gen).to(device)
-    rows = torch.stack([users, stars - 1, movies], dim=1)[order]
-    batches = list(rows.split(BATCH_SIZE))
-    adv_users = [
-        torch.randperm(ds.num_users, generator=gen)[:ADV_BATCH_SIZE].to(device) for _ in batches
-    ]
-    edge_index = torch.cat([torch.stack([users, movies]), torch.stack([movies, users])], 1)
-    return ds, batches, adv_users, edge_index
-
-
-def galfast_epoch(kind: str, device: str, ds, batches, adv_users, edge_index):
-    trainer = build_trainer(kind, ds.num_nodes, lam=LAM, lr=LR, device=device)
-    rating, gender = rating_batches(batches), gender_attribute(ds.attributes["gender"])
-    return lambda: train_steps(trainer, ds.graph, rating, gender)
-
-
-def pyg_epoch(kind: str, device: str, ds, batches, adv_users, edge_index):
-    model = GALMovieLens(kind, ds.num_nodes, edge_index).to(device)
+def pyg_epoch(kind: str, device: str, d: dict):
+    model = GALMovieLens(kind, d["ds"].num_nodes, d["edge_index"]).to(device)
     optimizers = model.optimizers(LR, LAM)
-    gender = ds.attributes["gender"]
 
     def run():
-        for batch, users in zip(batches, adv_users):
-            train_step(model, *optimizers, batch, users, gender[users])
+        for batch, users in zip(d["p_batches"], d["adv_users"]):
+            train_step(model, *optimizers, batch, users, d["gender"][users])
 
     return run
 
@@ -65,10 +48,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="profile one more epoch")
     args = parser.parse_args()
 
-    data = epoch_data(args.device, seed=0)
+    data = training_data(args.device)
     for impl in args.impl:
         torch.manual_seed(0)
-        epoch = (galfast_epoch if impl == "galfast" else pyg_epoch)(args.kind, args.device, *data)
+        epoch = (galfast_epoch if impl == "galfast" else pyg_epoch)(args.kind, args.device, data)
         seconds = []
         for i in range(args.epochs + 1):
             start = time.perf_counter()
@@ -77,7 +60,8 @@ def main() -> None:
                 torch.cuda.synchronize()
             if i:  # epoch 0 warms up
                 seconds.append(time.perf_counter() - start)
-        record = {"impl": impl, "kind": args.kind, "device": args.device, "steps": len(data[1])}
+        steps = len(data["p_batches"])
+        record = {"impl": impl, "kind": args.kind, "device": args.device, "steps": steps}
         print(json.dumps(record | {"seconds_per_epoch": seconds}), flush=True)
         if args.profile:
             print_profile(epoch, args.device)

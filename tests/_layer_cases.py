@@ -13,7 +13,7 @@ def _random(num_nodes: int, num_edges: int, seed: int) -> Tensor:
 
 def awkward_graphs() -> dict[str, tuple[Tensor, int]]:
     """name -> (edge_index [2, E], num_nodes): the shapes that break aggregation code."""
-    # More in-edges than galfast's CUDA hub threshold (1024), so GPU runs cover that path.
+    # More in-edges than galfast's CUDA hub threshold (_C.HUB_DEGREE), so GPU runs cover that path.
     hub = torch.arange(1, 1100)
     return {
         "random": (_random(20, 70, 0), 20),

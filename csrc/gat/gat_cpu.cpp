@@ -1,5 +1,8 @@
 // CPU entry points for fused GAT: input checks, then the baseline-ISA kernels or, where the
 // CPU has it, the AVX2+FMA build of the same code (gat_cpu_avx2.cpp).
+#include <stdexcept>
+#include <string>
+
 #define GALFAST_CPU_ISA baseline
 #include "common/cpu_isa.h"
 #include "gat/gat_cpu_impl.h"

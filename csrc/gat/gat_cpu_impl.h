@@ -15,8 +15,7 @@
 #endif
 
 #include <algorithm>
-#include <stdexcept>
-#include <string>
+#include <vector>
 
 #include "common/parallel.h"
 #include "common/prefetch.h"
