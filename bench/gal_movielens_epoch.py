@@ -1,9 +1,10 @@
 """Wall-clock seconds of whole GAL MovieLens-1M epochs, the quantity the issue's targets name
 (bench/bench_gal_movielens.py times single steps; this runs every step of an epoch).
 
-    python bench/gal_movielens_epoch.py --device cuda --kind gcn --impl galfast pyg
+    python bench/gal_movielens_epoch.py --device cuda --kind gcn --impl galfast galfast-graphs pyg
 
-For each implementation: one warm-up epoch (caches, autotuning, allocator), then ``--epochs``
+``galfast-graphs`` is galfast with ``GALTrainer(cuda_graphs=True)`` (GPU only). For each
+implementation: one warm-up epoch (caches, autotuning, allocator), then ``--epochs``
 timed epochs over the ~900k training ratings of ``synthetic_movielens()`` in batches of
 8,192 (110 task steps, each followed by an adversary step on 256 users). Prints one JSON line
 per implementation with the seconds of each timed epoch; ``--profile`` then runs one more epoch
@@ -22,8 +23,10 @@ from gal_movielens_galfast import build_trainer, gender_attribute, rating_batche
 from gal_movielens_pyg import GALMovieLens, train_step
 
 
-def galfast_epoch(kind: str, device: str, d: dict):
-    trainer = build_trainer(kind, d["ds"].num_nodes, lam=LAM, lr=LR, device=device)
+def galfast_epoch(kind: str, device: str, d: dict, cuda_graphs: bool = False):
+    trainer = build_trainer(
+        kind, d["ds"].num_nodes, lam=LAM, lr=LR, device=device, cuda_graphs=cuda_graphs
+    )
     rating, gender = rating_batches(d["p_batches"]), gender_attribute(d["gender"])
     return lambda: train_steps(trainer, d["ds"].graph, rating, gender)
 
@@ -43,7 +46,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--kind", choices=("gcn", "gat", "cheb"), default="gcn")
-    parser.add_argument("--impl", nargs="+", choices=("galfast", "pyg"), default=["galfast"])
+    parser.add_argument(
+        "--impl", nargs="+", choices=("galfast", "galfast-graphs", "pyg"), default=["galfast"]
+    )
     parser.add_argument("--epochs", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="profile one more epoch")
     args = parser.parse_args()
@@ -51,7 +56,10 @@ def main() -> None:
     data = training_data(args.device)
     for impl in args.impl:
         torch.manual_seed(0)
-        epoch = (galfast_epoch if impl == "galfast" else pyg_epoch)(args.kind, args.device, data)
+        if impl == "pyg":
+            epoch = pyg_epoch(args.kind, args.device, data)
+        else:
+            epoch = galfast_epoch(args.kind, args.device, data, impl == "galfast-graphs")
         seconds = []
         for i in range(args.epochs + 1):
             start = time.perf_counter()

@@ -40,6 +40,7 @@ def build_trainer(
     adv_batch_size: int | None = 256,
     embed_dim: int = 20,
     device: str = "cpu",
+    cuda_graphs: bool = False,
 ) -> GALTrainer:
     """A GALTrainer around freshly initialised galfast modules (``kind`` in gcn, gat, cheb)."""
     encoder = EmbeddingEncoder(
@@ -63,6 +64,7 @@ def build_trainer(
         lr=lr,
         optimizer=adam,
         device=device,
+        cuda_graphs=cuda_graphs,
     )
 
 

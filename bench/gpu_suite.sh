@@ -9,6 +9,7 @@
 #   BENCH_FILTER="gcn" bash bench/gpu_suite.sh                   # narrow every benchmark (-k)
 #   BENCH_CASES="bench_aggregate:cuda" bash bench/gpu_suite.sh   # file:filter pairs (_ = space)
 #   CMAKE_CUDA_ARCHITECTURES=90-real bash bench/gpu_suite.sh     # build for the card only
+#   EPOCH_KINDS="gcn" BENCH_CASES=" " bash bench/gpu_suite.sh     # GCN epochs, no benchmarks
 # The build needs setuptools >= 77 (pyproject.toml's SPDX licence string); on an offline
 # machine with an older one, install a newer wheel first and put it on PYTHONPATH.
 set -uo pipefail
@@ -35,10 +36,10 @@ timeout "${TEST_TIMEOUT:-240}" pytest tests -m cuda -q -p no:cacheprovider -p no
 tail -n 30 "$OUT/cuda_tests.txt" | tee -a "$LOG"
 
 stage epoch timing
-for kind in gcn cheb gat; do
+for kind in ${EPOCH_KINDS:-gcn cheb gat}; do
   profile=$([ "$kind" = gcn ] && echo --profile)
   (cd bench && timeout 100 python gal_movielens_epoch.py --device cuda --kind "$kind" \
-    --impl galfast pyg --epochs 2 $profile) >>"$OUT/epoch.txt" 2>&1
+    --impl galfast galfast-graphs pyg --epochs 2 $profile) >>"$OUT/epoch.txt" 2>&1
 done
 grep '^{' "$OUT/epoch.txt" | tee -a "$LOG"
 

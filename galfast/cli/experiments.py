@@ -71,6 +71,7 @@ class ExperimentConfig:
     adv_every: int = 1
     adv_schedule: str = "after"
     pretrain_epochs: int = 0
+    cuda_graphs: bool = False
     dataset_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,11 +154,12 @@ def _link_auc(z: Tensor, pos: Tensor, neg: Tensor) -> float:
     return float(roc_auc_score(labels, scores))
 
 
-def _schedule(cfg: ExperimentConfig) -> dict[str, Any]:
+def _trainer_options(cfg: ExperimentConfig) -> dict[str, Any]:
     return {
         "adv_every": cfg.adv_every,
         "adv_schedule": cfg.adv_schedule,
         "pretrain_epochs": cfg.pretrain_epochs,
+        "cuda_graphs": cfg.cuda_graphs,
     }
 
 
@@ -181,7 +183,7 @@ def _train_planetoid(cfg, dataset: GraphDataset, attribute, epochs, progress):
         pairing=cfg.pairing,
         seed=cfg.seed,
         device=cfg.device,
-        **_schedule(cfg),
+        **_trainer_options(cfg),
     )
     batches = LinkBatches(split.train_pos, dataset.num_nodes, batch_size=None, negatives=1)
     trainer.fit(split.graph, batches, attribute, epochs, x=dataset.x, progress=progress)
@@ -205,7 +207,7 @@ def _train_movielens(cfg, dataset: RatingDataset, attribute, epochs, progress):
         adv_batch_size=256,
         seed=cfg.seed,
         device=cfg.device,
-        **_schedule(cfg),
+        **_trainer_options(cfg),
     )
     train = dataset.train_ratings
     levels = range(1, dataset.num_rating_levels + 1)

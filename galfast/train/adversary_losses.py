@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -49,21 +51,27 @@ def tv_loss(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
 
 
 def _class_conditional_gap(scores: Tensor, classes: Tensor, num_classes: int) -> Tensor:
-    """max_a pbar_a - min_a pbar_a, pbar_a = mean of ``scores[:, a]`` over rows of class a."""
+    """max_a pbar_a - min_a pbar_a, pbar_a = mean of ``scores[:, a]`` over rows of class a,
+    over the classes present. Written without host synchronisation (no boolean indexing), so
+    a step using it can be captured in a CUDA graph."""
     own = scores.gather(1, classes.view(-1, 1)).view(-1)
     sums = own.new_zeros(num_classes).index_add(0, classes, own)
-    counts = torch.bincount(classes, minlength=num_classes)
-    present = counts > 0
-    means = sums[present] / counts[present].to(own.dtype)
-    return means.max() - means.min()
+    counts = own.new_zeros(num_classes).index_add(0, classes, torch.ones_like(own))
+    absent = counts == 0
+    means = sums / counts.clamp_min(1)
+    return means.masked_fill(absent, -math.inf).max() - means.masked_fill(absent, math.inf).min()
 
 
 def _binary_gap(scores: Tensor, labels: Tensor) -> Tensor:
-    """|mean over A=1 of f - mean over A=0 of f|; 0 when one side is empty."""
-    ones = labels.bool()
-    if bool(ones.all()) or not bool(ones.any()):
-        return scores.sum() * 0
-    return (scores[ones].mean() - scores[~ones].mean()).abs()
+    """|mean over A=1 of f - mean over A=0 of f|; 0 when one side is empty. Without host
+    synchronisation, like :func:`_class_conditional_gap`."""
+    ones = labels.to(scores.dtype)
+    zeros = 1 - ones
+    n_ones, n_zeros = ones.sum(), zeros.sum()
+    mean_ones = (scores * ones).sum() / n_ones.clamp_min(1)
+    mean_zeros = (scores * zeros).sum() / n_zeros.clamp_min(1)
+    gap = mean_ones - mean_zeros
+    return torch.where((n_ones > 0) & (n_zeros > 0), gap.abs(), scores.sum() * 0)
 
 
 def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:

@@ -26,9 +26,11 @@ __all__ = ["EdgeIndexAdapter", "move_to_device", "node_inputs"]
 
 
 def node_inputs(graph: Graph, x: Optional[Tensor], device: torch.device) -> Tensor:
-    """The first argument the encoder receives: ``x`` (checked) or the node ids."""
+    """The first argument the encoder receives: ``x`` (checked) or the node ids (built
+    once per graph: the same tensor every time, which steps captured in CUDA graphs need)."""
     if x is None:
-        return torch.arange(graph.num_nodes, device=device)
+        ids = lambda: torch.arange(graph.num_nodes, device=device)  # noqa: E731
+        return graph.cached("node_ids", ids) if graph.device == torch.device(device) else ids()
     if not isinstance(x, Tensor) or x.dim() < 1 or x.size(0) != graph.num_nodes:
         shape = list(x.shape) if isinstance(x, Tensor) else type(x).__name__
         raise ValueError(

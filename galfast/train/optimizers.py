@@ -6,9 +6,9 @@ from collections.abc import Iterable
 from typing import Callable, Union
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-__all__ = ["OPTIMIZERS", "make_optimizer", "unique_parameters"]
+__all__ = ["OPTIMIZERS", "make_capturable", "make_optimizer", "unique_parameters"]
 
 OPTIMIZERS = {
     "adam": torch.optim.Adam,
@@ -50,3 +50,18 @@ def make_optimizer(
     """``OPTIMIZERS[spec](params, lr=lr)`` for a name, else ``spec(params, lr=lr)``."""
     factory = OPTIMIZERS[spec] if isinstance(spec, str) else spec
     return factory(list(params), lr=lr)
+
+
+def make_capturable(optimizer: torch.optim.Optimizer) -> None:
+    """Lets ``optimizer.step()`` be recorded in a CUDA graph: turns on ``capturable`` in every
+    parameter group that has the option (Adam, AdamW, RMSprop, ...: the step counter then lives
+    on the parameter's device and no step reads it on the host) and moves step counters that
+    an earlier run or a checkpoint left on the CPU. Optimizers without the option (SGD) keep
+    no host-side state and need nothing."""
+    for group in optimizer.param_groups:
+        if "capturable" in group:
+            group["capturable"] = True
+    for param, state in optimizer.state.items():
+        step = state.get("step")
+        if isinstance(step, Tensor) and step.device != param.device:
+            state["step"] = step.to(param.device)

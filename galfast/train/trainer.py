@@ -22,12 +22,14 @@ from galfast.train.history import History
 from galfast.train.optimizers import (
     OptimizerSpec,
     check_optimizer,
+    make_capturable,
     make_optimizer,
     unique_parameters,
 )
 from galfast.train.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
 from galfast.train.seeding import derive_seed, seeded_generator, seeded_globals
 from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
+from galfast.train.step_graphs import StepGraphs
 
 __all__ = ["GALTrainer"]
 
@@ -140,6 +142,14 @@ class GALTrainer:
             appendix algorithm: a walk may come back to its start, e.g. through a self loop),
             ``"simple"`` (never returns to the start) or ``"exact"`` (ends at distance n).
         device: where to train (default: the encoder's device). Modules are moved there.
+        cuda_graphs: on a CUDA device, record each kind of step (task; adversary with
+            ``"node"`` pairing) in a CUDA graph after two eager runs and replay it, which
+            removes the host's cost of launching its kernels one by one
+            (:class:`~galfast.train.step_graphs.StepGraphs`). The steps taken are the same as
+            without. Needs modules whose forward and backward never synchronise with the host,
+            batches made of tensors (tuples, dicts, dataclasses), and optimizers that support
+            ``capturable`` (the built-in names do; SGD needs none). Steps with a new batch
+            shape are captured too; walk pairings and self-encoding batches run eagerly.
 
     Example:
         >>> trainer = GALTrainer(encoder, EdgeHead(decoder), AttackerMLP(20, out_dim=1),
@@ -169,6 +179,7 @@ class GALTrainer:
         optimizer: OptimizerSpec = "adam",
         walk_mode: str = "paper",
         device: Optional[Union[str, torch.device]] = None,
+        cuda_graphs: bool = False,
     ) -> None:
         if not isinstance(encoder, nn.Module):
             raise ValueError(f"encoder must be a torch.nn.Module, got {type(encoder).__name__}")
@@ -205,6 +216,11 @@ class GALTrainer:
             attacker = nn.ModuleDict(dict(attacker))
 
         self.device = torch.device(device) if device is not None else self._module_device(encoder)
+        if self.device.type == "cuda" and self.device.index is None:
+            # One spelling of the device, so graph.to(self.device) keeps the same Graph object.
+            self.device = torch.device("cuda", torch.cuda.current_device())
+        if cuda_graphs and self.device.type != "cuda":
+            raise ValueError(f"cuda_graphs=True needs a CUDA device, not {self.device}")
         self.encoder = encoder.to(self.device)
         self.task_head = (
             task_head.to(self.device) if isinstance(task_head, nn.Module) else task_head
@@ -235,6 +251,8 @@ class GALTrainer:
         if self.lam > 0:
             params = unique_parameters(self.attacker, encoder)
             self.adversary_optimizer = make_optimizer(optimizer, params, lr * self.lam)
+        self._step_graphs = StepGraphs(self.device) if cuda_graphs else None
+        self._make_capturable()
 
         self.epoch = 0  # completed epochs
         self.step = 0  # batches seen
@@ -242,6 +260,7 @@ class GALTrainer:
         self.stop_training = False
         self._graph: Optional[Graph] = None
         self._x: Optional[Tensor] = None
+        self._inputs: Optional[Tensor] = None
 
     @staticmethod
     def _module_device(module: nn.Module) -> torch.device:
@@ -311,7 +330,10 @@ class GALTrainer:
         graph = None if graph is None else graph.to(self.device)
         inputs = None if graph is None else node_inputs(graph, x, self.device)
         adversaries = self._adversaries(sensitive, graph)
-        self._graph, self._x = graph, None if x is None else inputs
+        rebound = graph is not self._graph or inputs is not self._inputs
+        if self._step_graphs is not None and rebound:
+            self._step_graphs.clear()  # captured steps read the previous graph's tensors
+        self._graph, self._x, self._inputs = graph, None if x is None else inputs, inputs
 
         self.stop_training = False
         for cb in callbacks:
@@ -397,7 +419,8 @@ class GALTrainer:
                 batch = move_to_device(batch, self.device)
                 due = (self.step + 1) % self.adv_every == 0
                 if not (adversarial and due and self.adv_schedule == "instead"):
-                    task_losses.append(self._task_step(graph, inputs, batch))
+                    step = lambda b: self._task_step(graph, inputs, b)  # noqa: E731
+                    task_losses.append(self._run_step("task", step, batch))
                 if adversarial and due:
                     losses = self._adversary_step(
                         graph, inputs, batch, adversaries, pairs, failures
@@ -440,6 +463,17 @@ class GALTrainer:
             )
         return z, None
 
+    def _run_step(self, name: str, step: Callable[[Any], Any], inputs: Any) -> Any:
+        if self._step_graphs is None:
+            return step(inputs)
+        return self._step_graphs.run(name, step, inputs)
+
+    def _make_capturable(self) -> None:
+        if self._step_graphs is not None:
+            for optimizer in (self.task_optimizer, self.adversary_optimizer):
+                if optimizer is not None:
+                    make_capturable(optimizer)
+
     def _set_train_mode(self) -> None:
         for module in (self.encoder, self.task_head, self.attacker):
             if isinstance(module, nn.Module):
@@ -453,18 +487,15 @@ class GALTrainer:
         self.task_optimizer.step()
         return loss.detach()
 
-    def _adversary_rows(self, adv_index, adversary, ids, pairs, failures, graph):
-        """Rows of z the attacker reads and the targets it must predict."""
+    def _known_rows(self, adversary: _Adversary, ids: Tensor, pairs) -> tuple[Tensor, Tensor]:
+        """For a batch that encoded its own graphs: rows of z whose attribute is known."""
+        rows, targets = adversary.known.lookup(ids)
+        pairs[adversary.attribute.name] += rows.numel()
+        return rows, targets
+
+    def _paired_rows(self, adv_index, adversary, graph, pairs, failures):
+        """Rows of the full-graph z the attacker reads, and the targets it must predict."""
         name, known = adversary.attribute.name, adversary.known
-        if ids is not None:
-            if self.pairing.hops > 0:
-                raise ValueError(
-                    f"pairing {self.pairing.name!r} is undefined for batches that "
-                    "encode their own graphs (one embedding per graph): use 'node'"
-                )
-            rows, targets = known.lookup(ids)
-            pairs[name] += rows.numel()
-            return rows, targets
         count = known.nodes.numel()
         if self.adv_batch_size is not None and self.adv_batch_size < count:
             gen = seeded_generator(derive_seed(self.seed, "adversary_batch", self.step, adv_index))
@@ -476,14 +507,38 @@ class GALTrainer:
         paired = pair_nodes(graph, nodes, self.pairing, seed=seed, walk_mode=self.walk_mode)
         pairs[name] += paired.keep.numel()
         failures[name] += paired.failures
+        if self.pairing.hops == 0:  # every node kept: no gather (and no new tensor) needed
+            return paired.partners, targets
         return paired.partners, targets[paired.keep]
 
     def _adversary_step(self, graph, inputs, batch, adversaries, pairs, failures):
-        z, ids = self._encode(graph, inputs, batch)
+        if hasattr(batch, "encode"):
+            if self.pairing.hops > 0:
+                raise ValueError(
+                    f"pairing {self.pairing.name!r} is undefined for batches that "
+                    "encode their own graphs (one embedding per graph): use 'node'"
+                )
+            z, ids = batch.encode(self.encoder)
+            picked = [self._known_rows(adversary, ids, pairs) for adversary in adversaries]
+            return self._adversary_update(z, adversaries, picked)
+        picked = [
+            self._paired_rows(i, adversary, graph, pairs, failures)
+            for i, adversary in enumerate(adversaries)
+        ]
+
+        def step(picked):
+            z, _ = self._encode(graph, inputs, batch)
+            return self._adversary_update(z, adversaries, picked)
+
+        if self.pairing.hops > 0:  # failed walks change the batch shape from step to step
+            return step(picked)
+        return self._run_step("adversary", step, picked)
+
+    def _adversary_update(self, z, adversaries, picked) -> dict[str, Tensor]:
+        """One adversary optimizer step on the attackers' losses over ``picked`` rows of z."""
         z_rev = grad_reverse(z)
         losses, total = {}, None
-        for i, adversary in enumerate(adversaries):
-            rows, targets = self._adversary_rows(i, adversary, ids, pairs, failures, graph)
+        for adversary, (rows, targets) in zip(adversaries, picked):
             if rows.numel() == 0:
                 continue
             attr = adversary.attribute
@@ -566,6 +621,9 @@ class GALTrainer:
             self.adversary_optimizer.load_state_dict(state["adversary_optimizer"])
         self.epoch, self.step = int(state["epoch"]), int(state["step"])
         self.history = History(state["history"])
+        self._make_capturable()
+        if self._step_graphs is not None:
+            self._step_graphs.clear()  # captured steps read the replaced optimizer state
 
     def save_checkpoint(self, path: Union[str, os.PathLike]) -> None:
         """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed)."""
