@@ -2,12 +2,12 @@
 // gat_cpu_avx2.cpp: -mavx2 -mfma) and chosen at run time.
 // Thread mapping: rows (for the backward's transpose pass, source nodes) are cut into
 // edge-balanced chunks (balanced_row_chunks) handed out dynamically; one thread owns a whole
-// row: it walks the row's edges once, and for each edge loops over heads, then over the head's
-// features innermost so the compiler vectorises it. The rows that edge e + kPrefetchEdges will
-// gather are prefetched while edge e is processed (the random gathers are the bottleneck).
-// Heads are taken in blocks of kHeadBlock so the softmax states live on the stack. Every output
-// element is written by one thread in CSR (or CSC) order, so results are bitwise identical for
-// any thread count.
+// row. It first computes the row's [degree, heads] attention terms into per-thread scratch
+// (logits, then one vectorised exp sweep), then, per head, walks the edges once per register
+// tile of features (weighted_rows), so the accumulators stay in registers. The rows that edge
+// d + kPrefetchEdges will gather are prefetched while edge d is processed. Every output element
+// is written by one thread in CSR (or CSC) order, so results are bitwise identical for any
+// thread count.
 #pragma once
 
 #ifndef GALFAST_CPU_ISA
@@ -15,10 +15,12 @@
 #endif
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/vec_exp.h"
 #include "gat/gat.h"
 #include "gat/gat_dropout.h"
 #include "gat/gat_row.h"
@@ -27,8 +29,15 @@ namespace galfast {
 namespace GALFAST_CPU_ISA {
 namespace {
 
-constexpr int64_t kHeadBlock = 16;
 constexpr int64_t kPrefetchEdges = 8;  // how far ahead of the current edge rows are fetched
+
+// Per-thread scratch for one row's attention terms (grown to the largest row seen).
+template <typename T>
+T* row_scratch(int64_t size) {
+  static thread_local std::vector<T> scratch;
+  if (static_cast<int64_t>(scratch.size()) < size) scratch.resize(size);
+  return scratch.data();
+}
 
 template <typename T>
 T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
@@ -49,6 +58,77 @@ void for_each_row(const int64_t* ptr, int64_t num_rows, Body body) {
   }
 }
 
+// The rows one head gathers along a row's (or column's) edges: edge d reads
+// base + index[d] * stride, i.e. h[col[e], k] (or grad_out[csc_row[s], k]).
+template <typename T>
+struct EdgeRows {
+  const T* base;
+  const int64_t* index;
+  int64_t stride;
+  const T* at(int64_t d) const { return base + index[d] * stride; }
+};
+
+// out[f0 : f0 + kTile] = sum over edges d of w[d * w_stride] * rows.at(d)[f0 : f0 + kTile],
+// accumulated in registers; with kDots also dots[d] += <rows.at(d), other> over the tile.
+template <typename T, int kTile, bool kDots>
+void tile_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, int64_t w_stride,
+               int64_t f0, T* __restrict out, const T* __restrict other, T* __restrict dots) {
+  T acc[kTile] = {};
+  T o[kTile] = {};
+  if constexpr (kDots) {
+    for (int t = 0; t < kTile; ++t) o[t] = other[f0 + t];
+  }
+  for (int64_t d = 0; d < degree; ++d) {
+    if (d + kPrefetchEdges < degree) prefetch_span(rows.at(d + kPrefetchEdges) + f0, kTile);
+    const T* __restrict r = rows.at(d) + f0;
+    const T wd = w[d * w_stride];
+    for (int t = 0; t < kTile; ++t) acc[t] += wd * r[t];
+    if constexpr (kDots) {
+      T s = T(0);
+      for (int t = 0; t < kTile; ++t) s += r[t] * o[t];
+      dots[d] += s;
+    }
+  }
+  for (int t = 0; t < kTile; ++t) out[f0 + t] = acc[t];
+}
+
+// tile_pass for the features [f0, F) left after the tiles (a run-time width).
+template <typename T, bool kDots>
+void rest_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, int64_t w_stride,
+               int64_t f0, int64_t F, T* __restrict out, const T* __restrict other,
+               T* __restrict dots) {
+  std::fill(out + f0, out + F, T(0));
+  for (int64_t d = 0; d < degree; ++d) {
+    const T* __restrict r = rows.at(d);
+    const T wd = w[d * w_stride];
+    T s = T(0);
+    for (int64_t f = f0; f < F; ++f) {
+      out[f] += wd * r[f];
+      if constexpr (kDots) s += r[f] * other[f];
+    }
+    if constexpr (kDots) dots[d] += s;
+  }
+}
+
+// tile_pass over all F features: register tiles of 32, 16, 8 and 4 elements, then the rest.
+// (A per-edge loop over all F features keeps the accumulator in memory instead.)
+template <typename T, bool kDots>
+void weighted_rows(const EdgeRows<T>& rows, int64_t degree, const T* w, int64_t w_stride, int64_t F,
+                   T* out, const T* other, T* dots) {
+  int64_t f0 = 0;
+  for (; f0 + 32 <= F; f0 += 32)
+    tile_pass<T, 32, kDots>(rows, degree, w, w_stride, f0, out, other, dots);
+  if (f0 + 16 <= F)
+    tile_pass<T, 16, kDots>(rows, degree, w, w_stride, f0, out, other, dots), f0 += 16;
+  if (f0 + 8 <= F) tile_pass<T, 8, kDots>(rows, degree, w, w_stride, f0, out, other, dots), f0 += 8;
+  if (f0 + 4 <= F) tile_pass<T, 4, kDots>(rows, degree, w, w_stride, f0, out, other, dots), f0 += 4;
+  if (f0 < F) rest_pass<T, kDots>(rows, degree, w, w_stride, f0, F, out, other, dots);
+}
+
+// Row i: every (edge, head) logit into scratch, the row's maxima, one vectorised exp sweep,
+// the softmax sums; the weights (dropout folded in) then drive weighted_rows per head. A
+// one-pass online softmax would call exp per edge and rescale on every new maximum, which
+// keeps the loop scalar and branchy.
 template <typename T>
 void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
   const int64_t H = p.heads, F = p.features, HF = H * F;
@@ -58,41 +138,40 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
   const T* __restrict a_dst = static_cast<const T*>(p.alpha_dst) + i * H;
   T* __restrict out = static_cast<T*>(p.out) + i * HF;
   T* __restrict lse = static_cast<T*>(p.lse) + i * H;
-  std::fill(out, out + HF, T(0));
-  for (int64_t k0 = 0; k0 < H; k0 += kHeadBlock) {
-    const int64_t k1 = std::min(H, k0 + kHeadBlock);
-    OnlineSoftmax<T> softmax[kHeadBlock];
-    const int64_t end = p.rowptr[i + 1];
-    for (int64_t e = p.rowptr[i]; e < end; ++e) {
-      if (e + kPrefetchEdges < end) {
-        const int64_t ahead = p.col[e + kPrefetchEdges];
-        prefetch_span(h + ahead * HF + k0 * F, (k1 - k0) * F);
-        __builtin_prefetch(a_src + ahead * H + k0);
-      }
-      const int64_t j = p.col[e];
-      for (int64_t k = k0; k < k1; ++k) {
-        T* __restrict acc = out + k * F;
-        const T* __restrict hj = h + j * HF + k * F;
-        T weight;
-        const T rescale =
-            softmax[k - k0].push(leaky_relu(a_src[j * H + k] + a_dst[k], slope), weight);
-        if (rescale != T(1)) {
-#pragma omp simd
-          for (int64_t f = 0; f < F; ++f) acc[f] *= rescale;
-        }
-        weight *= drop.keep<T>(e, k);
-        if (weight == T(0)) continue;
-#pragma omp simd
-        for (int64_t f = 0; f < F; ++f) acc[f] += weight * hj[f];
-      }
+  const int64_t begin = p.rowptr[i], end = p.rowptr[i + 1], degree = end - begin;
+  if (degree == 0) {
+    std::fill(out, out + HF, T(0));
+    std::fill(lse, lse + H, -std::numeric_limits<T>::infinity());
+    return;
+  }
+  T* __restrict w = row_scratch<T>(degree * H);
+  for (int64_t d = 0; d < degree; ++d) {
+    const T* __restrict src = a_src + p.col[begin + d] * H;
+    for (int64_t k = 0; k < H; ++k) w[d * H + k] = leaky_relu(src[k] + a_dst[k], slope);
+  }
+  for (int64_t k = 0; k < H; ++k) {
+    T max = -std::numeric_limits<T>::infinity();
+    for (int64_t d = 0; d < degree; ++d) max = std::max(max, w[d * H + k]);
+    lse[k] = max;  // the shift, until the sum is known
+  }
+  if (H == 1) {
+    exp_shifted(w, degree, lse[0]);
+  } else {
+    for (int64_t d = 0; d < degree; ++d) {
+      for (int64_t k = 0; k < H; ++k) w[d * H + k] -= lse[k];
     }
-    for (int64_t k = k0; k < k1; ++k) {
-      const T inv = softmax[k - k0].inv_sum();
-      T* __restrict acc = out + k * F;
-#pragma omp simd
-      for (int64_t f = 0; f < F; ++f) acc[f] *= inv;
-      lse[k] = softmax[k - k0].lse();
-    }
+    exp_shifted(w, degree * H, T(0));
+  }
+  for (int64_t k = 0; k < H; ++k) {
+    T sum = T(0);
+    for (int64_t d = 0; d < degree; ++d) sum += w[d * H + k];
+    lse[k] += gat_log(sum);
+    const T inv = T(1) / sum;
+    for (int64_t d = 0; d < degree; ++d) w[d * H + k] *= inv * drop.keep<T>(begin + d, k);
+  }
+  for (int64_t k = 0; k < H; ++k) {
+    const EdgeRows<T> rows{h + k * F, p.col + begin, HF};
+    weighted_rows<T, false>(rows, degree, w + k, H, F, out + k * F, nullptr, nullptr);
   }
 }
 
@@ -107,7 +186,10 @@ void backward_delta_row(const GatBackwardParams& p, int64_t i) {
 }
 
 // Source side, over the transpose: grad_h[j], grad_alpha_src[j], and dz_e parked in
-// edge_grad at each edge's CSR position.
+// edge_grad at each edge's CSR position. Like the forward: every out-edge's attention is
+// recomputed into scratch (one vectorised exp sweep); weighted_rows then gathers grad_out once
+// per tile for both grad_h[j] = sum of keep * prob * grad_out[i] and the dots
+// <grad_out[i], h[j]> the logit gradients need.
 template <typename T>
 void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int64_t j) {
   const int64_t H = p.heads, F = p.features, HF = H * F;
@@ -121,40 +203,43 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
   T* __restrict edge_grad = static_cast<T*>(p.edge_grad);
   T* __restrict grad_h = static_cast<T*>(p.grad_h) + j * HF;
   T* __restrict grad_src = static_cast<T*>(p.grad_alpha_src) + j * H;
-  std::fill(grad_h, grad_h + HF, T(0));
-  std::fill(grad_src, grad_src + H, T(0));
-  const int64_t end = p.colptr[j + 1];
-  for (int64_t s = p.colptr[j]; s < end; ++s) {
-    if (s + kPrefetchEdges < end) {
-      const int64_t ahead = p.csc_row[s + kPrefetchEdges];
-      prefetch_span(grad_out + ahead * HF, HF);
-      __builtin_prefetch(a_dst + ahead * H);
-      __builtin_prefetch(lse + ahead * H);
-      __builtin_prefetch(delta + ahead * H);
-      __builtin_prefetch(edge_grad + p.csc_edge_id[s + kPrefetchEdges] * H, 1);
-    }
-    const int64_t i = p.csc_row[s], e = p.csc_edge_id[s];
-    const T* __restrict go = grad_out + i * HF;
+  const int64_t begin = p.colptr[j], end = p.colptr[j + 1], degree = end - begin;
+  const int64_t* __restrict rows_of = p.csc_row + begin;
+  const int64_t* __restrict edge_of = p.csc_edge_id + begin;
+  if (degree == 0) {
+    std::fill(grad_h, grad_h + HF, T(0));
+    std::fill(grad_src, grad_src + H, T(0));
+    return;
+  }
+  T* __restrict prob = row_scratch<T>(degree * (2 * H + 1));
+  T* __restrict weight = prob + degree * H;
+  T* __restrict dots = weight + degree * H;
+  for (int64_t d = 0; d < degree; ++d) {
+    const int64_t ik = rows_of[d] * H;
     for (int64_t k = 0; k < H; ++k) {
-      const int64_t ik = i * H + k;
-      const EdgeAttention<T> att = recompute_attention(a_src[k], a_dst[ik], lse[ik], slope);
-      const T keep = drop.keep<T>(e, k);
-      T g = T(0);
-      if (keep != T(0)) {
-        const T* __restrict gok = go + k * F;
-        const T* __restrict hjk = hj + k * F;
-        T* __restrict ghk = grad_h + k * F;
-        const T weight = keep * att.prob;
-#pragma omp simd reduction(+ : g)
-        for (int64_t f = 0; f < F; ++f) {
-          g += gok[f] * hjk[f];
-          ghk[f] += weight * gok[f];
-        }
-      }
-      const T dz = logit_grad(att, keep, g, delta[ik]);
-      grad_src[k] += dz;
+      prob[d * H + k] = leaky_relu(a_src[k] + a_dst[ik + k], slope) - lse[ik + k];
+    }
+  }
+  exp_shifted(prob, degree * H, T(0));
+  for (int64_t d = 0; d < degree; ++d) {
+    for (int64_t k = 0; k < H; ++k)
+      weight[d * H + k] = prob[d * H + k] * drop.keep<T>(edge_of[d], k);
+  }
+  for (int64_t k = 0; k < H; ++k) {
+    std::fill(dots, dots + degree, T(0));
+    const EdgeRows<T> rows{grad_out + k * F, rows_of, HF};
+    weighted_rows<T, true>(rows, degree, weight + k, H, F, grad_h + k * F, hj + k * F, dots);
+    T sum = T(0);
+    for (int64_t d = 0; d < degree; ++d) {
+      if (d + kPrefetchEdges < degree)
+        __builtin_prefetch(edge_grad + edge_of[d + kPrefetchEdges] * H + k, 1);
+      const int64_t ik = rows_of[d] * H + k, e = edge_of[d];
+      const EdgeAttention<T> att{prob[d * H + k], leaky_relu_grad(a_src[k] + a_dst[ik], slope)};
+      const T dz = logit_grad(att, drop.keep<T>(e, k), dots[d], delta[ik]);
+      sum += dz;
       edge_grad[e * H + k] = dz;
     }
+    grad_src[k] = sum;
   }
 }
 
