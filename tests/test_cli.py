@@ -224,3 +224,23 @@ def test_tsne_writes_a_png(tmp_path):
     argv = ["tsne", *TINY_GRAPH, "--lam", "0,1", "--attacks", "node", "--out", str(out)]
     assert main(argv) == 0
     assert out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_run_does_not_depend_on_what_ran_before_it():
+    from galfast.cli.experiments import ExperimentConfig, run_experiment
+
+    cfg = ExperimentConfig(
+        dataset="synthetic-graph",
+        dataset_options=(("num_features", 8), ("num_nodes", 60)),
+        lam=0.5,
+        epochs=2,
+        attacker_epochs=1,
+        attacks=("node",),
+        seed=1,
+    )
+    first = run_experiment(cfg, progress=False).embeddings
+    torch.rand(100)  # the global generator moves on, as another run in a sweep would move it
+    state = torch.get_rng_state()
+    again = run_experiment(cfg, progress=False).embeddings
+    assert torch.equal(first, again)
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's generator is left alone

@@ -140,6 +140,13 @@ def _sensitive(dataset: Union[GraphDataset, RatingDataset], name: str) -> Sensit
     )
 
 
+def _cuda_devices(device: str) -> list[int]:
+    device = torch.device(device)
+    if device.type != "cuda":
+        return []
+    return [device.index if device.index is not None else torch.cuda.current_device()]
+
+
 def _audit_split(nodes: Tensor, seed: int) -> tuple[Tensor, Tensor]:
     gen = torch.Generator().manual_seed(seed)
     perm = nodes[torch.randperm(nodes.numel(), generator=gen)]
@@ -241,7 +248,12 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         defaults["attacker_epochs"] if cfg.attacker_epochs is None else cfg.attacker_epochs
     )
     train = _train_movielens if defaults["setup"] == "movielens" else _train_planetoid
-    z, task = train(cfg, dataset, attribute, epochs, progress)
+    # The modules' initial weights come from torch's global generator: seed it with the run's
+    # seed (and restore the caller's state after), so a run does not depend on what ran before
+    # it in the same process (a sweep).
+    with torch.random.fork_rng(devices=_cuda_devices(cfg.device)):
+        torch.manual_seed(cfg.seed)
+        z, task = train(cfg, dataset, attribute, epochs, progress)
     train_idx, test_idx = _audit_split(dataset.attribute_nodes, cfg.seed)
     report = audit(
         z,
