@@ -145,10 +145,11 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
     return;
   }
   T* __restrict w = row_scratch<T>(degree * H);
-  for (int64_t d = 0; d < degree; ++d) {
+  for (int64_t d = 0; d < degree; ++d) {  // the gathers alone; the maths in vector loops
     const T* __restrict src = a_src + p.col[begin + d] * H;
-    for (int64_t k = 0; k < H; ++k) w[d * H + k] = leaky_relu(src[k] + a_dst[k], slope);
+    for (int64_t k = 0; k < H; ++k) w[d * H + k] = src[k] + a_dst[k];
   }
+  for (int64_t x = 0; x < degree * H; ++x) w[x] = leaky_relu(w[x], slope);
   for (int64_t k = 0; k < H; ++k) {
     T max = -std::numeric_limits<T>::infinity();
     for (int64_t d = 0; d < degree; ++d) max = std::max(max, w[d * H + k]);
@@ -167,7 +168,11 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
     for (int64_t d = 0; d < degree; ++d) sum += w[d * H + k];
     lse[k] += gat_log(sum);
     const T inv = T(1) / sum;
-    for (int64_t d = 0; d < degree; ++d) w[d * H + k] *= inv * drop.keep<T>(begin + d, k);
+    if (drop.active()) {
+      for (int64_t d = 0; d < degree; ++d) w[d * H + k] *= inv * drop.keep<T>(begin + d, k);
+    } else {  // a loop the compiler vectorises
+      for (int64_t d = 0; d < degree; ++d) w[d * H + k] *= inv;
+    }
   }
   for (int64_t k = 0; k < H; ++k) {
     const EdgeRows<T> rows{h + k * F, p.col + begin, HF};
@@ -211,35 +216,56 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
     std::fill(grad_src, grad_src + H, T(0));
     return;
   }
-  T* __restrict prob = row_scratch<T>(degree * (2 * H + 1));
-  T* __restrict weight = prob + degree * H;
-  T* __restrict dots = weight + degree * H;
+  // Per (edge, head): prob, weight = keep * prob, the LeakyReLU slope and the row's delta.
+  // The gathers come first, alone; the maths then runs as vector loops over the scratch
+  // (computed next to the gathers, the logit and its slope share one unpredictable branch).
+  const int64_t n = degree * H;
+  T* __restrict prob = row_scratch<T>(5 * n + degree);
+  T* __restrict kept = prob + n;
+  T* __restrict slopes = kept + n;  // first the pre-activations
+  T* __restrict deltas = slopes + n;
+  T* __restrict lses = deltas + n;
+  T* __restrict dz = lses + n;  // per edge of one head: the dots, then dz
   for (int64_t d = 0; d < degree; ++d) {
     const int64_t ik = rows_of[d] * H;
     for (int64_t k = 0; k < H; ++k) {
-      prob[d * H + k] = leaky_relu(a_src[k] + a_dst[ik + k], slope) - lse[ik + k];
+      slopes[d * H + k] = a_src[k] + a_dst[ik + k];
+      lses[d * H + k] = lse[ik + k];
+      deltas[d * H + k] = delta[ik + k];
     }
   }
-  exp_shifted(prob, degree * H, T(0));
-  for (int64_t d = 0; d < degree; ++d) {
-    for (int64_t k = 0; k < H; ++k)
-      weight[d * H + k] = prob[d * H + k] * drop.keep<T>(edge_of[d], k);
+  for (int64_t x = 0; x < n; ++x) {
+    const T pre = slopes[x];
+    prob[x] = leaky_relu(pre, slope) - lses[x];
+    slopes[x] = leaky_relu_grad(pre, slope);
+  }
+  exp_shifted(prob, n, T(0));
+  const T* weight = prob;  // keep * prob: prob itself without dropout
+  if (drop.active()) {
+    for (int64_t d = 0; d < degree; ++d) {
+      for (int64_t k = 0; k < H; ++k)
+        kept[d * H + k] = prob[d * H + k] * drop.keep<T>(edge_of[d], k);
+    }
+    weight = kept;
   }
   for (int64_t k = 0; k < H; ++k) {
-    std::fill(dots, dots + degree, T(0));
+    std::fill(dz, dz + degree, T(0));
     const EdgeRows<T> rows{grad_out + k * F, rows_of, HF};
-    weighted_rows<T, true>(rows, degree, weight + k, H, F, grad_h + k * F, hj + k * F, dots);
+    weighted_rows<T, true>(rows, degree, weight + k, H, F, grad_h + k * F, hj + k * F, dz);
     T sum = T(0);
     for (int64_t d = 0; d < degree; ++d) {
-      if (d + kPrefetchEdges < degree)
-        __builtin_prefetch(edge_grad + edge_of[d + kPrefetchEdges] * H + k, 1);
-      const int64_t ik = rows_of[d] * H + k, e = edge_of[d];
-      const EdgeAttention<T> att{prob[d * H + k], leaky_relu_grad(a_src[k] + a_dst[ik], slope)};
-      const T dz = logit_grad(att, drop.keep<T>(e, k), dots[d], delta[ik]);
-      sum += dz;
-      edge_grad[e * H + k] = dz;
+      const int64_t dk = d * H + k;
+      const T keep = drop.active() ? drop.keep<T>(edge_of[d], k) : T(1);
+      dz[d] = logit_grad(EdgeAttention<T>{prob[dk], slopes[dk]}, keep, dz[d], deltas[dk]);
+      sum += dz[d];
     }
     grad_src[k] = sum;
+    for (int64_t d = 0; d < degree; ++d) {
+      if (d + kPrefetchEdges < degree) {
+        __builtin_prefetch(edge_grad + edge_of[d + kPrefetchEdges] * H + k, 1);
+      }
+      edge_grad[edge_of[d] * H + k] = dz[d];
+    }
   }
 }
 

@@ -35,6 +35,8 @@ struct AttentionDropout {
     }
   }
 
+  GALFAST_HD bool active() const { return threshold != 0; }
+
   // keep_e: 0 when edge e, head k is dropped, else 1 / (1 - q) (1 without dropout).
   template <typename Acc>
   GALFAST_HD Acc keep(int64_t e, int64_t k) const {
