@@ -45,7 +45,9 @@ def _inputs(
 
 
 @pytest.mark.parametrize("name", graph_ids())
-@pytest.mark.parametrize("heads,features", [(1, 1), (1, 16), (3, 5), (4, 33)])
+@pytest.mark.parametrize(
+    "heads,features", [(1, 1), (1, 16), (3, 5), (4, 33), (2, 20), (1, 30), (1, 12), (1, 24)]
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_matches_reference(name, heads, features, dtype):
     graph = _graph(name)

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "common/parallel.h"
@@ -110,18 +111,46 @@ void rest_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, i
   }
 }
 
-// tile_pass over all F features: register tiles of 32, 16, 8 and 4 elements, then the rest.
-// (A per-edge loop over all F features keeps the accumulator in memory instead.)
+// tile_pass over all F features: register tiles of 32 elements, then the tail's multiple of 4
+// (4 to 28) as one more tile, so F = 20 takes one pass over the edges rather than a 16 and a
+// 4, then the last 1-3 features. (A per-edge loop over all F features would keep the
+// accumulator in memory instead of registers.)
 template <typename T, bool kDots>
 void weighted_rows(const EdgeRows<T>& rows, int64_t degree, const T* w, int64_t w_stride, int64_t F,
                    T* out, const T* other, T* dots) {
   int64_t f0 = 0;
-  for (; f0 + 32 <= F; f0 += 32)
+  for (; f0 + 32 <= F; f0 += 32) {
     tile_pass<T, 32, kDots>(rows, degree, w, w_stride, f0, out, other, dots);
-  if (f0 + 16 <= F)
-    tile_pass<T, 16, kDots>(rows, degree, w, w_stride, f0, out, other, dots), f0 += 16;
-  if (f0 + 8 <= F) tile_pass<T, 8, kDots>(rows, degree, w, w_stride, f0, out, other, dots), f0 += 8;
-  if (f0 + 4 <= F) tile_pass<T, 4, kDots>(rows, degree, w, w_stride, f0, out, other, dots), f0 += 4;
+  }
+  const auto tile = [&](auto width) {
+    tile_pass<T, decltype(width)::value, kDots>(rows, degree, w, w_stride, f0, out, other, dots);
+    f0 += decltype(width)::value;
+  };
+  switch ((F - f0) / 4) {
+    case 7:
+      tile(std::integral_constant<int, 28>());
+      break;
+    case 6:
+      tile(std::integral_constant<int, 24>());
+      break;
+    case 5:
+      tile(std::integral_constant<int, 20>());
+      break;
+    case 4:
+      tile(std::integral_constant<int, 16>());
+      break;
+    case 3:
+      tile(std::integral_constant<int, 12>());
+      break;
+    case 2:
+      tile(std::integral_constant<int, 8>());
+      break;
+    case 1:
+      tile(std::integral_constant<int, 4>());
+      break;
+    default:
+      break;
+  }
   if (f0 < F) rest_pass<T, kDots>(rows, degree, w, w_stride, f0, F, out, other, dots);
 }
 
