@@ -227,3 +227,22 @@ def test_a_step_that_syncs_with_the_host_falls_back_to_eager_with_a_warning(data
         trainer.fit(data.graph, batches, epochs=1, x=data.x, progress=False)
     assert trainer._step_graphs.counts == {"eager": 4, "captured": 0, "replayed": 0}
     assert trainer.history[-1]["task_steps"] == 4
+
+
+def test_captured_steps_are_kept_across_fits_on_the_same_inputs_only(data):
+    trainer = _trainer(data, "tv")
+    trainer._step_graphs = ReRunGraphs("cpu")
+    batches = NodeBatches(data.train, data.y[data.train], batch_size=16)
+    attr = SensitiveAttribute("a", "categorical", data.a)
+
+    def counts():
+        return trainer._step_graphs.counts["eager"], trainer._step_graphs.counts["captured"]
+
+    # Per epoch: two task batches of 16, one of 10, and three adversary steps.
+    trainer.fit(data.graph, batches, attr, epochs=2, x=data.x, progress=False)
+    assert counts() == (6, 2)  # the 10-batch is still warming up
+    trainer.fit(data.graph, batches, attr, epochs=3, x=data.x, progress=False)
+    assert counts() == (6, 3)  # kept: no new warm-up
+    other = SensitiveAttribute("a", "categorical", data.a.flip(0))
+    trainer.fit(data.graph, batches, other, epochs=4, x=data.x, progress=False)
+    assert counts() == (5, 1)  # cleared: every signature warmed up again

@@ -260,7 +260,7 @@ class GALTrainer:
         self.stop_training = False
         self._graph: Optional[Graph] = None
         self._x: Optional[Tensor] = None
-        self._inputs: Optional[Tensor] = None
+        self._context: tuple = ()
 
     @staticmethod
     def _module_device(module: nn.Module) -> torch.device:
@@ -330,10 +330,15 @@ class GALTrainer:
         graph = None if graph is None else graph.to(self.device)
         inputs = None if graph is None else node_inputs(graph, x, self.device)
         adversaries = self._adversaries(sensitive, graph)
-        rebound = graph is not self._graph or inputs is not self._inputs
+        # Captured steps hold this fit's graph, inputs and attributes: a fit on other ones
+        # captures afresh.
+        context = (graph, inputs, *(a.attribute for a in adversaries))
+        rebound = len(context) != len(self._context) or any(
+            mine is not theirs for mine, theirs in zip(context, self._context)
+        )
         if self._step_graphs is not None and rebound:
-            self._step_graphs.clear()  # captured steps read the previous graph's tensors
-        self._graph, self._x, self._inputs = graph, None if x is None else inputs, inputs
+            self._step_graphs.clear()
+        self._graph, self._x, self._context = graph, None if x is None else inputs, context
 
         self.stop_training = False
         for cb in callbacks:
