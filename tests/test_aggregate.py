@@ -210,10 +210,13 @@ def test_build_info_reports_the_build():
     assert bool(info["cuda_archs"]) == info["cuda"]
 
 
-@pytest.mark.parametrize("f", [1, 8, 16, 31, 32, 48, 64, 65, 100, 128, 130, 256])
+@pytest.mark.parametrize(
+    "f", [1, 4, 8, 12, 16, 20, 24, 28, 31, 32, 48, 60, 64, 65, 100, 128, 130, 256]
+)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_every_feature_tiling_matches_reference(f, dtype):
-    # The CPU kernel splits F into register tiles of 256/128/64/32 bytes plus a remainder.
+    # The CPU kernel splits F into register tiles of 256 and 128 bytes, one tile of the rest's
+    # multiple of 4 elements (4-28) and a remainder: every tail width is here.
     g = Graph.from_edge_index(random_edges(50, 400, seed=f), 50)
     x = torch.randn(50, f, dtype=dtype)
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {}

@@ -22,6 +22,7 @@
 #include "aggregate/aggregate_row.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/tail_tile.h"
 
 namespace galfast {
 namespace GALFAST_CPU_ISA {
@@ -82,15 +83,15 @@ inline void generic_row(const AggregateParams& p, int64_t r, int64_t f0) {
 template <typename T>
 void aggregate_row(const AggregateParams& p, int64_t r) {
   if (p.mode != AggMode::kSum) return generic_row<T>(p, r, 0);
-  // Register tiles of 256, 128, 64 and 32 bytes, then a plain loop for what is left.
+  // Register tiles of 256 and 128 bytes, the rest's multiple of 4 elements as one more tile
+  // (tail_tile), then a plain loop for the last 1-3.
   constexpr int kWide = static_cast<int>(256 / sizeof(T));
   T* out = static_cast<T*>(p.out) + r * p.num_features;
   const int64_t F = p.num_features;
   int64_t f0 = 0;
   for (; f0 + kWide <= F; f0 += kWide) sum_tile<T, kWide>(p, r, f0, out);
   if (f0 + kWide / 2 <= F) sum_tile<T, kWide / 2>(p, r, f0, out), f0 += kWide / 2;
-  if (f0 + kWide / 4 <= F) sum_tile<T, kWide / 4>(p, r, f0, out), f0 += kWide / 4;
-  if (f0 + kWide / 8 <= F) sum_tile<T, kWide / 8>(p, r, f0, out), f0 += kWide / 8;
+  f0 += tail_tile(F - f0, [&](auto width) { sum_tile<T, decltype(width)::value>(p, r, f0, out); });
   if (f0 < F) generic_row<T>(p, r, f0);
 }
 

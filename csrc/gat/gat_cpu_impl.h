@@ -16,11 +16,11 @@
 
 #include <algorithm>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/tail_tile.h"
 #include "common/vec_exp.h"
 #include "gat/gat.h"
 #include "gat/gat_dropout.h"
@@ -122,35 +122,9 @@ void weighted_rows(const EdgeRows<T>& rows, int64_t degree, const T* w, int64_t 
   for (; f0 + 32 <= F; f0 += 32) {
     tile_pass<T, 32, kDots>(rows, degree, w, w_stride, f0, out, other, dots);
   }
-  const auto tile = [&](auto width) {
+  f0 += tail_tile(F - f0, [&](auto width) {
     tile_pass<T, decltype(width)::value, kDots>(rows, degree, w, w_stride, f0, out, other, dots);
-    f0 += decltype(width)::value;
-  };
-  switch ((F - f0) / 4) {
-    case 7:
-      tile(std::integral_constant<int, 28>());
-      break;
-    case 6:
-      tile(std::integral_constant<int, 24>());
-      break;
-    case 5:
-      tile(std::integral_constant<int, 20>());
-      break;
-    case 4:
-      tile(std::integral_constant<int, 16>());
-      break;
-    case 3:
-      tile(std::integral_constant<int, 12>());
-      break;
-    case 2:
-      tile(std::integral_constant<int, 8>());
-      break;
-    case 1:
-      tile(std::integral_constant<int, 4>());
-      break;
-    default:
-      break;
-  }
+  });
   if (f0 < F) rest_pass<T, kDots>(rows, degree, w, w_stride, f0, F, out, other, dots);
 }
 
