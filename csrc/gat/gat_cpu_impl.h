@@ -158,14 +158,10 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
     for (int64_t d = 0; d < degree; ++d) max = std::max(max, w[d * H + k]);
     lse[k] = max;  // the shift, until the sum is known
   }
-  if (H == 1) {
-    exp_shifted(w, degree, lse[0]);
-  } else {
-    for (int64_t d = 0; d < degree; ++d) {
-      for (int64_t k = 0; k < H; ++k) w[d * H + k] -= lse[k];
-    }
-    exp_shifted(w, degree * H, T(0));
+  for (int64_t d = 0; d < degree; ++d) {
+    for (int64_t k = 0; k < H; ++k) w[d * H + k] -= lse[k];
   }
+  exp_shifted(w, degree * H, T(0));
   for (int64_t k = 0; k < H; ++k) {
     T sum = T(0);
     for (int64_t d = 0; d < degree; ++d) sum += w[d * H + k];

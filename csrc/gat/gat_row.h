@@ -1,7 +1,7 @@
-// Per-edge attention maths shared by the CPU and CUDA GAT kernels: the LeakyReLU logit, the
-// streaming (online) softmax state of one (row, head), and the attention recomputed in the
-// backward pass from the saved log-sum-exp. Both backends call these, so the maths is written
-// once.
+// Per-edge attention maths of the GAT kernels: the LeakyReLU logit and its slope and the logit
+// gradient (CPU and CUDA), the streaming (online) softmax state of one (row, head) and the
+// attention recomputed from the saved log-sum-exp (CUDA; the CPU kernels do both a whole row at
+// a time, with a vectorised exp).
 #pragma once
 
 #include <cmath>

@@ -43,6 +43,7 @@ from galfast.train import (
     link_loss,
     rating_cross_entropy,
 )
+from galfast.train.seeding import cuda_rng_devices
 
 __all__ = ["ExperimentConfig", "Outcome", "load_dataset", "run_experiment", "setup_defaults"]
 
@@ -138,13 +139,6 @@ def _sensitive(dataset: Union[GraphDataset, RatingDataset], name: str) -> Sensit
     return SensitiveAttribute(
         name, "categorical", values, index=dataset.attribute_nodes, num_classes=classes
     )
-
-
-def _cuda_devices(device: str) -> list[int]:
-    device = torch.device(device)
-    if device.type != "cuda":
-        return []
-    return [device.index if device.index is not None else torch.cuda.current_device()]
 
 
 def _audit_split(nodes: Tensor, seed: int) -> tuple[Tensor, Tensor]:
@@ -251,7 +245,7 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     # The modules' initial weights come from torch's global generator: seed it with the run's
     # seed (and restore the caller's state after), so a run does not depend on what ran before
     # it in the same process (a sweep).
-    with torch.random.fork_rng(devices=_cuda_devices(cfg.device)):
+    with torch.random.fork_rng(devices=cuda_rng_devices(cfg.device)):
         torch.manual_seed(cfg.seed)
         z, task = train(cfg, dataset, attribute, epochs, progress)
     train_idx, test_idx = _audit_split(dataset.attribute_nodes, cfg.seed)

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = ["derive_seed", "seeded_generator", "seeded_globals"]
+__all__ = ["cuda_rng_devices", "derive_seed", "seeded_generator", "seeded_globals"]
 
 # Distinct keys for the different consumers of randomness within one step.
 PURPOSES = {"epoch": 1, "pairing": 2, "adversary_batch": 3, "audit": 4}
@@ -28,6 +28,14 @@ def derive_seed(seed: int, purpose: str, *counters: int) -> int:
 def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     """A fresh ``torch.Generator`` on ``device`` seeded with ``seed``."""
     return torch.Generator(device=device).manual_seed(seed)
+
+
+def cuda_rng_devices(device: torch.device | str) -> list[int]:
+    """The CUDA device indices whose generators a run on ``device`` draws from (none on CPU)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return []
+    return [device.index if device.index is not None else torch.cuda.current_device()]
 
 
 @contextmanager

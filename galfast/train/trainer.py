@@ -27,7 +27,12 @@ from galfast.train.optimizers import (
     unique_parameters,
 )
 from galfast.train.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
-from galfast.train.seeding import derive_seed, seeded_generator, seeded_globals
+from galfast.train.seeding import (
+    cuda_rng_devices,
+    derive_seed,
+    seeded_generator,
+    seeded_globals,
+)
 from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.train.step_graphs import StepGraphs
 
@@ -401,11 +406,6 @@ class GALTrainer:
         return adversaries
 
     # ---------------------------------------------------------------- one epoch
-    def _rng_devices(self) -> list[int]:
-        if self.device.type != "cuda":
-            return []
-        return [self.device.index if self.device.index is not None else torch.cuda.current_device()]
-
     def _run_epoch(self, graph, inputs, task_batches, adversaries) -> dict[str, Any]:
         started = time.perf_counter()
         pretrain = self.epoch < self.pretrain_epochs
@@ -419,7 +419,8 @@ class GALTrainer:
         self._set_train_mode()
         # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
         # by (seed, epoch): an epoch replays identically after a resume.
-        with seeded_globals(derive_seed(self.seed, "epoch", self.epoch), self._rng_devices()):
+        epoch_seed = derive_seed(self.seed, "epoch", self.epoch)
+        with seeded_globals(epoch_seed, cuda_rng_devices(self.device)):
             for batch in task_batches:
                 batch = move_to_device(batch, self.device)
                 due = (self.step + 1) % self.adv_every == 0
