@@ -114,7 +114,7 @@ def test_embedding_encoder_max_norm_matches_nn_embedding(with_convs):
 
 def test_embedding_encoder_with_a_pyg_layer():
     pyg_nn = pytest.importorskip("torch_geometric.nn")
-    from galfast.train import EdgeIndexAdapter
+    from galfast.nn import EdgeIndexAdapter
 
     graph = Graph.from_edge_index(torch.tensor([[0, 1], [1, 2]]), 3, symmetrize=True)
     conv = pyg_nn.GCNConv(4, 2)

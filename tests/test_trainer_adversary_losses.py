@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from galfast.gal.adversary_losses import check_outputs
 from galfast.train import adversary_loss, clip_weights, tv_loss, wasserstein_gap
-from galfast.train.adversary_losses import check_outputs
 
 
 def test_wasserstein_categorical_uses_class_conditional_means():

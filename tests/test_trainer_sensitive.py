@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from galfast.gal.sensitive import as_attribute_list
 from galfast.train import SensitiveAttribute
-from galfast.train.sensitive import as_attribute_list
 
 
 def test_all_nodes_known_by_default():

@@ -9,9 +9,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast.gal.adversary_losses import tv_loss
+from galfast.gal.seeding import seeded_generator
 from galfast.models.attacker import AttackerMLP
-from galfast.train.adversary_losses import tv_loss
-from galfast.train.seeding import seeded_generator
 
 __all__ = ["FAMILIES", "AttackerConfig", "Predictions", "fit_and_predict"]
 
@@ -64,7 +64,7 @@ def fit_and_predict(
 
     Features are standardised with the training split's mean and std; continuous targets
     likewise (predictions are mapped back). Initialisation and batch order are keyed by
-    ``seed``. Losses are the TV adversary's (:func:`~galfast.train.tv_loss`).
+    ``seed``. Losses are the TV adversary's (:func:`~galfast.gal.tv_loss`).
     """
     mean, std = x_train.mean(0), x_train.std(0, unbiased=False).clamp_min(1e-12)
     x_train, x_test = (x_train - mean) / std, (x_test - mean) / std

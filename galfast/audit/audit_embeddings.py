@@ -15,10 +15,10 @@ from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.stats import summarize
+from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, pair_nodes, parse_pairing
+from galfast.gal.seeding import derive_seed
+from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
-from galfast.train.pairing import WALK_MODES, Pairing, PairingSpec, pair_nodes, parse_pairing
-from galfast.train.seeding import derive_seed
-from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 
 __all__ = ["audit"]
 
@@ -87,11 +87,11 @@ def audit(
 
     Args:
         embeddings: ``[num_nodes, D]`` frozen embeddings (detached; audited where they are).
-        sensitive: a :class:`~galfast.train.SensitiveAttribute` or a sequence of them.
+        sensitive: a :class:`~galfast.gal.SensitiveAttribute` or a sequence of them.
         train_idx, test_idx: the attacker's split: node ids (or bool masks); nodes where an
             attribute is unknown are skipped for it. Must be disjoint.
         graph: needed for ``"neighbor"`` / ``"nhop:n"`` attacks (walks on it).
-        attacks: pairings, as accepted by :func:`~galfast.train.parse_pairing`.
+        attacks: pairings, as accepted by :func:`~galfast.gal.parse_pairing`.
         attackers: families: ``"mlp"`` (:class:`~galfast.models.AttackerMLP` with ``hidden``)
             and ``"linear"`` (logistic / softmax / linear regression).
         seeds: repetitions (attacker initialisation, batch order and walks differ).
@@ -225,7 +225,7 @@ def _run_attack(
             train_nodes,
             train_targets,
             pairing,
-            derive_seed(base, "audit", ai, pi, s, 0),
+            derive_seed(base, "attack", ai, pi, s, 0),
             walk_mode,
         )
         x_te, y_te, f_te = _paired_features(
@@ -234,7 +234,7 @@ def _run_attack(
             test_nodes,
             test_targets,
             pairing,
-            derive_seed(base, "audit", ai, pi, s, 1),
+            derive_seed(base, "attack", ai, pi, s, 1),
             walk_mode,
         )
         if x_tr.size(0) == 0 or x_te.size(0) == 0:
@@ -257,7 +257,7 @@ def _run_attack(
                 x_tr,
                 y_tr,
                 x_te,
-                seed=derive_seed(base, "audit", ai, pi, s, fi + 2),
+                seed=derive_seed(base, "attack", ai, pi, s, fi + 2),
                 config=config,
             )
             scores = None if pred.scores is None else _numpy(pred.scores)

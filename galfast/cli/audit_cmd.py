@@ -10,8 +10,8 @@ from galfast.audit import audit
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.experiments import AUDIT_TEST_FRACTION
 from galfast.cli.options import comma_list, pairing_list, positive_int, write_json
+from galfast.gal import SensitiveAttribute
 from galfast.graph import Graph
-from galfast.train import SensitiveAttribute
 
 __all__ = ["add_parser", "main"]
 

@@ -33,6 +33,7 @@ from torch import Tensor
 from galfast.audit import audit
 from galfast.cli.encoders import make_encoder
 from galfast.datasets import GraphDataset, MissingFeaturesWarning, RatingDataset, load
+from galfast.gal.seeding import cuda_rng_devices
 from galfast.models import AttackerMLP, BilinearRatingDecoder, DotProductLinkDecoder
 from galfast.train import (
     EdgeHead,
@@ -43,7 +44,6 @@ from galfast.train import (
     link_loss,
     rating_cross_entropy,
 )
-from galfast.train.seeding import cuda_rng_devices
 
 __all__ = ["ExperimentConfig", "Outcome", "load_dataset", "run_experiment", "setup_defaults"]
 

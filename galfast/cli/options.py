@@ -14,7 +14,7 @@ import torch
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.encoders import ENCODERS
 from galfast.datasets import DATASET_NAMES
-from galfast.train.pairing import parse_pairing
+from galfast.gal.pairing import parse_pairing
 
 __all__ = [
     "add_experiment_options",

@@ -12,7 +12,7 @@ from galfast.cli.options import (
     write_json,
 )
 from galfast.cli.summary import format_table, summarize_runs
-from galfast.train.adversary_losses import DISTANCES
+from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main"]
 

@@ -20,7 +20,7 @@ from galfast.cli.options import (
 )
 from galfast.cli.plots import plot_tradeoff
 from galfast.cli.summary import ATTACK_METRICS, format_table, summarize_runs
-from galfast.train.adversary_losses import DISTANCES
+from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main", "run_path"]
 

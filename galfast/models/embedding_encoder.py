@@ -26,7 +26,7 @@ class EmbeddingEncoder(nn.Module):
         num_nodes: embedding rows (users + items for MovieLens: 9,940).
         dim: embedding size (20 in the paper).
         convs: layers called as ``conv(h, graph)`` (``galfast.nn`` layers; wrap PyG layers in
-            :class:`galfast.train.EdgeIndexAdapter`). Empty = embeddings only.
+            :class:`galfast.nn.EdgeIndexAdapter`). Empty = embeddings only.
         batch_norm: apply BatchNorm1d to the embeddings.
         activation: between layers (not after the last); default ReLU.
         max_norm: if given, rows looked up in a forward are first rescaled in place to L2 norm

@@ -2,13 +2,25 @@
 
 Each layer takes ``forward(x, edge_index_or_graph, ...)``: a PyG-style ``[2, E]`` edge_index
 (its CSR is built once per tensor and cached) or a :class:`~galfast.Graph` (the fast path).
-Graph normalisations live in :mod:`galfast.nn.norm` and are cached on the Graph.
+Graph normalisations live in :mod:`galfast.nn.norm` and are cached on the Graph. Besides the
+layers: gradient reversal (GAL's encoder-side trick) and an adapter for PyG-style modules.
 """
 
 from galfast.nn.cheb_conv import ChebConv
+from galfast.nn.edge_index_adapter import EdgeIndexAdapter
 from galfast.nn.gat_conv import GATConv
 from galfast.nn.gcn_conv import GCNConv
 from galfast.nn.gin_conv import GINConv
+from galfast.nn.grad_reverse import GradReverse, grad_reverse
 from galfast.nn.sage_conv import SAGEConv
 
-__all__ = ["ChebConv", "GATConv", "GCNConv", "GINConv", "SAGEConv"]
+__all__ = [
+    "ChebConv",
+    "EdgeIndexAdapter",
+    "GATConv",
+    "GCNConv",
+    "GINConv",
+    "GradReverse",
+    "SAGEConv",
+    "grad_reverse",
+]

@@ -1,15 +1,15 @@
 """GAL training: the minimax trainer, its adversary losses, pairing, batches and callbacks."""
 
-from galfast.train.adversary_losses import adversary_loss, clip_weights, tv_loss, wasserstein_gap
+from galfast.gal.adversary_losses import adversary_loss, clip_weights, tv_loss, wasserstein_gap
+from galfast.gal.pairing import Pairing, pair_nodes, parse_pairing
+from galfast.gal.sensitive import SensitiveAttribute
+from galfast.nn.edge_index_adapter import EdgeIndexAdapter
+from galfast.nn.grad_reverse import GradReverse, grad_reverse
 from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery
 from galfast.train.edge_batches import LinkBatch, LinkBatches, RatingBatch, RatingBatches
-from galfast.train.encoding import EdgeIndexAdapter
-from galfast.train.grad_reverse import GradReverse, grad_reverse
 from galfast.train.graph_batches import GraphBatch, GraphBatches
 from galfast.train.history import History
 from galfast.train.node_batches import NodeBatch, NodeBatches
-from galfast.train.pairing import Pairing, pair_nodes, parse_pairing
-from galfast.train.sensitive import SensitiveAttribute
 from galfast.train.task_heads import EdgeHead, GraphHead, NodeHead
 from galfast.train.task_losses import (
     classification_loss,

@@ -10,7 +10,7 @@ given to ``fit`` (``[num_nodes, F]`` features) or, when ``x`` is None, the node 
 ``torch.arange(num_nodes)`` for encoders that learn one embedding per node (MovieLens).
 Batches that bring their own graphs (molecules) define ``batch.encode(encoder) -> (z, ids)``
 instead, see :class:`~galfast.train.GraphBatch`. PyG-style modules taking
-``(x, edge_index)`` are wrapped with :class:`EdgeIndexAdapter`.
+``(x, edge_index)`` are wrapped with :class:`galfast.nn.EdgeIndexAdapter`.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from galfast.graph import Graph
 
-__all__ = ["EdgeIndexAdapter", "move_to_device", "node_inputs"]
+__all__ = ["move_to_device", "node_inputs"]
 
 
 def node_inputs(graph: Graph, x: Optional[Tensor], device: torch.device) -> Tensor:
@@ -37,25 +37,6 @@ def node_inputs(graph: Graph, x: Optional[Tensor], device: torch.device) -> Tens
             f"x must be a tensor with one row per node ({graph.num_nodes}), got {shape}"
         )
     return x.to(device)
-
-
-class EdgeIndexAdapter(nn.Module):
-    """Adapts a module called as ``module(x, edge_index)`` (a PyG layer or model) to galfast's
-    ``module(x, graph)`` convention, for whole encoders and for single layers stacked in
-    :class:`galfast.models.EmbeddingEncoder`. The ``[2, E]`` edge index is built once per
-    graph and cached on it.
-
-    Example:
-        >>> from torch_geometric.nn import GCN  # doctest: +SKIP
-        >>> encoder = EdgeIndexAdapter(GCN(16, 32, num_layers=2))  # doctest: +SKIP
-    """
-
-    def __init__(self, module: nn.Module) -> None:
-        super().__init__()
-        self.module = module
-
-    def forward(self, inputs: Tensor, graph: Graph) -> Tensor:
-        return self.module(inputs, graph.cached("edge_index", graph.edge_index))
 
 
 def move_to_device(obj: Any, device: torch.device) -> Any:

@@ -13,11 +13,19 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from galfast.gal.adversary_losses import DISTANCES, adversary_loss, check_outputs, clip_weights
+from galfast.gal.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
+from galfast.gal.seeding import (
+    cuda_rng_devices,
+    derive_seed,
+    seeded_generator,
+    seeded_globals,
+)
+from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
-from galfast.train.adversary_losses import DISTANCES, adversary_loss, check_outputs, clip_weights
+from galfast.nn.grad_reverse import grad_reverse
 from galfast.train.callbacks import Callback
 from galfast.train.encoding import move_to_device, node_inputs
-from galfast.train.grad_reverse import grad_reverse
 from galfast.train.history import History
 from galfast.train.optimizers import (
     OptimizerSpec,
@@ -26,14 +34,6 @@ from galfast.train.optimizers import (
     make_optimizer,
     unique_parameters,
 )
-from galfast.train.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
-from galfast.train.seeding import (
-    cuda_rng_devices,
-    derive_seed,
-    seeded_generator,
-    seeded_globals,
-)
-from galfast.train.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.train.step_graphs import StepGraphs
 
 __all__ = ["GALTrainer"]

@@ -11,8 +11,11 @@ import torch
 
 __all__ = ["cuda_rng_devices", "derive_seed", "seeded_generator", "seeded_globals"]
 
-# Distinct keys for the different consumers of randomness within one step.
-PURPOSES = {"epoch": 1, "pairing": 2, "adversary_batch": 3, "audit": 4}
+# One key per kind of random choice, named after the choice (not after who makes it): the
+# trainer's epoch seeds, walk pairings and adversary batches, and the post-hoc attacks (their
+# pairings and attacker initialisations). The numbers are part of every recorded run's
+# randomness: never renumber them.
+PURPOSES = {"epoch": 1, "pairing": 2, "adversary_batch": 3, "attack": 4}
 
 
 def derive_seed(seed: int, purpose: str, *counters: int) -> int:
