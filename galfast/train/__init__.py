@@ -1,17 +1,29 @@
-"""GAL training: the minimax trainer, its adversary losses, pairing, batches and callbacks."""
+"""GAL training: the minimax trainer with its batches, task heads and losses, callbacks and
+checkpointed config. The GAL core it builds on (sensitive attributes, pairing, adversary
+losses) lives in :mod:`galfast.gal` and is re-exported here, as are :class:`GradReverse` and
+:class:`EdgeIndexAdapter` from :mod:`galfast.nn`.
+"""
 
 from galfast.gal.adversary_losses import adversary_loss, clip_weights, tv_loss, wasserstein_gap
 from galfast.gal.pairing import Pairing, pair_nodes, parse_pairing
 from galfast.gal.sensitive import SensitiveAttribute
 from galfast.nn.edge_index_adapter import EdgeIndexAdapter
 from galfast.nn.grad_reverse import GradReverse, grad_reverse
-from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery
-from galfast.train.edge_batches import LinkBatch, LinkBatches, RatingBatch, RatingBatches
-from galfast.train.graph_batches import GraphBatch, GraphBatches
-from galfast.train.history import History
-from galfast.train.node_batches import NodeBatch, NodeBatches
-from galfast.train.task_heads import EdgeHead, GraphHead, NodeHead
-from galfast.train.task_losses import (
+from galfast.train.batches import (
+    GraphBatch,
+    GraphBatches,
+    LinkBatch,
+    LinkBatches,
+    NodeBatch,
+    NodeBatches,
+    RatingBatch,
+    RatingBatches,
+)
+from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery, History
+from galfast.train.tasks import (
+    EdgeHead,
+    GraphHead,
+    NodeHead,
     classification_loss,
     link_loss,
     rating_cross_entropy,

@@ -24,9 +24,8 @@ from galfast.gal.seeding import (
 from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
 from galfast.nn.grad_reverse import grad_reverse
-from galfast.train.callbacks import Callback
+from galfast.train.callbacks import Callback, History
 from galfast.train.encoding import move_to_device, node_inputs
-from galfast.train.history import History
 from galfast.train.optimizers import (
     OptimizerSpec,
     check_optimizer,

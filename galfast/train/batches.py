@@ -1,0 +1,307 @@
+"""Task batches for the trainer: nodes, links, ratings and whole graphs (molecules), split into
+(optionally shuffled) mini-batches of indices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Optional
+
+import torch
+from torch import Tensor, nn
+
+from galfast.graph import Graph
+
+__all__ = [
+    "GraphBatch",
+    "GraphBatches",
+    "LinkBatch",
+    "LinkBatches",
+    "NodeBatch",
+    "NodeBatches",
+    "RatingBatch",
+    "RatingBatches",
+    "check_batch_size",
+    "index_batches",
+]
+
+
+def check_batch_size(batch_size: Optional[int]) -> None:
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise ValueError(
+            f"batch_size must be a positive int or None (one batch), got {batch_size!r}"
+        )
+
+
+def index_batches(n: int, batch_size: Optional[int], shuffle: bool) -> Iterator[Tensor]:
+    """Yields int64 index tensors covering ``range(n)`` in chunks of ``batch_size`` (all at once
+    when None). Shuffling draws from torch's global generator, which :class:`GALTrainer`
+    seeds at the start of every epoch, so epochs are reproducible and resumable."""
+    order = torch.randperm(n) if shuffle else torch.arange(n)
+    size = n if batch_size is None else batch_size
+    for start in range(0, n, max(size, 1)):
+        yield order[start : start + size]
+
+
+@dataclass(frozen=True, eq=False)
+class NodeBatch:
+    """``nodes`` ``[B]`` int64 ids and their task targets ``y`` ``[B, ...]``."""
+
+    nodes: Tensor
+    y: Tensor
+
+    def to(self, device) -> NodeBatch:
+        return NodeBatch(self.nodes.to(device), self.y.to(device))
+
+
+class NodeBatches:
+    """Re-iterable mini-batches of labelled nodes.
+
+    Args:
+        nodes: ``[K]`` int64 ids of the training nodes.
+        y: ``[K, ...]`` their targets (class ids, values).
+        batch_size: nodes per batch; None = all in one batch (full-batch training).
+        shuffle: reshuffle every epoch.
+
+    Example:
+        >>> batches = NodeBatches(torch.arange(4), torch.zeros(4), batch_size=2, shuffle=False)
+        >>> [b.nodes.tolist() for b in batches]
+        [[0, 1], [2, 3]]
+    """
+
+    def __init__(
+        self, nodes: Tensor, y: Tensor, batch_size: Optional[int] = None, shuffle: bool = True
+    ) -> None:
+        if nodes.dim() != 1 or nodes.dtype not in (torch.int64, torch.int32):
+            raise ValueError(
+                f"nodes must be a 1-D int64 tensor, got shape {list(nodes.shape)} "
+                f"dtype {nodes.dtype}"
+            )
+        if y.size(0) != nodes.numel():
+            raise ValueError(f"y has {y.size(0)} rows for {nodes.numel()} nodes")
+        check_batch_size(batch_size)
+        self.nodes, self.y = nodes.long(), y
+        self.batch_size, self.shuffle = batch_size, shuffle
+
+    def __len__(self) -> int:
+        size = self.batch_size or max(self.nodes.numel(), 1)
+        return -(-self.nodes.numel() // size)
+
+    def __iter__(self) -> Iterator[NodeBatch]:
+        for idx in index_batches(self.nodes.numel(), self.batch_size, self.shuffle):
+            idx = idx.to(self.nodes.device)
+            yield NodeBatch(self.nodes[idx], self.y[idx])
+
+
+def _check_edge_index(edge_index: Tensor) -> Tensor:
+    if (
+        not isinstance(edge_index, Tensor)
+        or edge_index.dim() != 2
+        or edge_index.size(0) != 2
+        or edge_index.dtype not in (torch.int64, torch.int32)
+    ):
+        raise ValueError("edge_index must be an int64 tensor of shape [2, num_edges]")
+    return edge_index.long()
+
+
+@dataclass(frozen=True, eq=False)
+class LinkBatch:
+    """Candidate edges ``src -> dst`` ``[B]`` with ``label`` 1 (observed) or 0 (negative)."""
+
+    src: Tensor
+    dst: Tensor
+    label: Tensor
+
+    def to(self, device) -> LinkBatch:
+        return LinkBatch(self.src.to(device), self.dst.to(device), self.label.to(device))
+
+
+class LinkBatches:
+    """Re-iterable link-prediction batches: each batch holds ``batch_size`` observed edges and,
+    for each, ``negatives`` corrupted edges ``(src, random node)`` drawn uniformly afresh every
+    epoch (negatives may occasionally hit an observed edge, the usual cheap approximation).
+
+    Args:
+        edge_index: ``[2, E]`` observed (training) edges.
+        num_nodes: nodes to draw corrupted destinations from.
+        batch_size: observed edges per batch; None = all (full-graph training).
+        negatives: negative edges per observed edge (>= 0).
+        shuffle: reshuffle the observed edges every epoch.
+    """
+
+    def __init__(
+        self,
+        edge_index: Tensor,
+        num_nodes: int,
+        batch_size: Optional[int] = None,
+        negatives: int = 1,
+        shuffle: bool = True,
+    ) -> None:
+        self.edge_index = _check_edge_index(edge_index)
+        if num_nodes < 1 or (self.edge_index.numel() and int(self.edge_index.max()) >= num_nodes):
+            raise ValueError(f"num_nodes={num_nodes} does not cover the node ids in edge_index")
+        if negatives < 0:
+            raise ValueError(f"negatives must be >= 0, got {negatives}")
+        check_batch_size(batch_size)
+        self.num_nodes, self.batch_size = num_nodes, batch_size
+        self.negatives, self.shuffle = negatives, shuffle
+
+    def __len__(self) -> int:
+        size = self.batch_size or max(self.edge_index.size(1), 1)
+        return -(-self.edge_index.size(1) // size)
+
+    def __iter__(self) -> Iterator[LinkBatch]:
+        for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
+            src, dst = self.edge_index[:, idx.to(self.edge_index.device)]
+            neg_src = src.repeat(self.negatives)
+            neg_dst = torch.randint(self.num_nodes, (neg_src.numel(),)).to(src.device)
+            label = torch.cat([torch.ones(src.numel()), torch.zeros(neg_src.numel())])
+            yield LinkBatch(
+                torch.cat([src, neg_src]), torch.cat([dst, neg_dst]), label.to(src.device)
+            )
+
+
+@dataclass(frozen=True, eq=False)
+class RatingBatch:
+    """Rated pairs ``src -> dst`` ``[B]``: ``level`` int64 index into the rating levels (the
+    class for a GC-MC decoder) and ``rating`` the float rating value."""
+
+    src: Tensor
+    dst: Tensor
+    level: Tensor
+    rating: Tensor
+
+    def to(self, device) -> RatingBatch:
+        return RatingBatch(
+            self.src.to(device), self.dst.to(device), self.level.to(device), self.rating.to(device)
+        )
+
+
+class RatingBatches:
+    """Re-iterable rating-prediction batches (MovieLens: user -> movie edges rated 1..5).
+
+    Args:
+        edge_index: ``[2, E]`` rated pairs (user, item).
+        ratings: ``[E]`` rating values, each one of ``levels``.
+        levels: the possible ratings in increasing order (default: the sorted distinct values).
+        batch_size: ratings per batch (8,192 in the paper's MovieLens runs); None = all.
+        shuffle: reshuffle every epoch.
+    """
+
+    def __init__(
+        self,
+        edge_index: Tensor,
+        ratings: Tensor,
+        levels: Optional[Sequence[float]] = None,
+        batch_size: Optional[int] = 8192,
+        shuffle: bool = True,
+    ) -> None:
+        self.edge_index = _check_edge_index(edge_index)
+        if ratings.dim() != 1 or ratings.numel() != self.edge_index.size(1):
+            raise ValueError(
+                f"ratings must have shape [{self.edge_index.size(1)}], got {list(ratings.shape)}"
+            )
+        check_batch_size(batch_size)
+        values = ratings.to(torch.get_default_dtype())
+        self.levels = (
+            torch.unique(values)
+            if levels is None
+            else torch.as_tensor(levels, dtype=values.dtype, device=values.device)
+        )
+        if self.levels.numel() == 0 or bool((self.levels.diff() <= 0).any()):
+            raise ValueError("levels must be a non-empty, strictly increasing sequence")
+        level = torch.searchsorted(self.levels, values).clamp_max(self.levels.numel() - 1)
+        if not bool((self.levels[level] == values).all()):
+            raise ValueError(f"a rating is not one of the levels {self.levels.tolist()}")
+        self.level, self.rating = level, values
+        self.batch_size, self.shuffle = batch_size, shuffle
+
+    def __len__(self) -> int:
+        size = self.batch_size or max(self.edge_index.size(1), 1)
+        return -(-self.edge_index.size(1) // size)
+
+    def __iter__(self) -> Iterator[RatingBatch]:
+        for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
+            idx = idx.to(self.edge_index.device)
+            src, dst = self.edge_index[:, idx]
+            yield RatingBatch(src, dst, self.level[idx], self.rating[idx])
+
+
+@dataclass(frozen=True, eq=False)
+class GraphBatch:
+    """Several small graphs merged into one block-diagonal :class:`~galfast.Graph`.
+
+    Attributes:
+        x: ``[n, F]`` node features of all graphs, stacked.
+        graph: the merged graph on ``n`` nodes.
+        batch: ``[n]`` int64 position (0..B-1) of each node's graph within the batch.
+        y: ``[B, ...]`` task targets per graph.
+        ids: ``[B]`` int64 dataset index of each graph (sensitive attributes are keyed by it).
+    """
+
+    x: Tensor
+    graph: Graph
+    batch: Tensor
+    y: Tensor
+    ids: Tensor
+
+    def to(self, device) -> GraphBatch:
+        return GraphBatch(
+            self.x.to(device),
+            self.graph.to(device),
+            self.batch.to(device),
+            self.y.to(device),
+            self.ids.to(device),
+        )
+
+    def encode(self, encoder: nn.Module) -> tuple[Tensor, Tensor]:
+        """The trainer's hook for batches that bring their own graph: returns the per-graph
+        embeddings ``encoder(x, graph, batch)`` ``[B, D]`` and the ids their rows belong to."""
+        return encoder(self.x, self.graph, self.batch), self.ids
+
+
+class GraphBatches:
+    """Re-iterable mini-batches of whole graphs for graph-level tasks (QM9-style).
+
+    Args:
+        graphs: a sequence of objects with ``x`` ``[n_i, F]`` and ``edge_index`` ``[2, e_i]``
+            (e.g. ``torch_geometric.data.Data``).
+        y: ``[G, ...]`` one task target per graph.
+        batch_size: graphs per batch (128 in the paper's QM9 runs).
+        shuffle: reshuffle every epoch.
+
+    The encoder must accept ``(x, graph, batch)`` and return one embedding per graph.
+    """
+
+    def __init__(
+        self, graphs: Sequence[Any], y: Tensor, batch_size: int = 128, shuffle: bool = True
+    ) -> None:
+        if len(graphs) != y.size(0):
+            raise ValueError(f"y has {y.size(0)} rows for {len(graphs)} graphs")
+        for i, g in enumerate(graphs):
+            if not isinstance(getattr(g, "x", None), Tensor) or not isinstance(
+                getattr(g, "edge_index", None), Tensor
+            ):
+                raise ValueError(f"graph {i} lacks an x or edge_index tensor")
+        check_batch_size(batch_size)
+        self.graphs, self.y = list(graphs), y
+        self.batch_size, self.shuffle = batch_size, shuffle
+
+    def __len__(self) -> int:
+        return -(-len(self.graphs) // self.batch_size)
+
+    def __iter__(self) -> Iterator[GraphBatch]:
+        for ids in index_batches(len(self.graphs), self.batch_size, self.shuffle):
+            parts = [self.graphs[i] for i in ids.tolist()]
+            sizes = torch.tensor([p.x.size(0) for p in parts])
+            offsets = torch.cumsum(sizes, 0) - sizes
+            edges = torch.cat([p.edge_index.long() + int(o) for p, o in zip(parts, offsets)], 1)
+            num_nodes = int(sizes.sum())
+            graph = Graph.from_edge_index(edges, num_nodes)
+            batch = torch.repeat_interleave(torch.arange(len(parts)), sizes)
+            x = torch.cat([p.x for p in parts])
+            yield GraphBatch(
+                x, graph, batch.to(x.device), self.y[ids.to(self.y.device)], ids.to(x.device)
+            )

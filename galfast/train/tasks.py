@@ -1,0 +1,80 @@
+"""The task side of GAL: heads ``head(z, batch)`` turning a decoder into predictions for the
+ready-made batches, and the losses ``loss(pred, batch)`` that match them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+__all__ = [
+    "EdgeHead",
+    "GraphHead",
+    "NodeHead",
+    "classification_loss",
+    "link_loss",
+    "rating_cross_entropy",
+    "rating_mse",
+    "regression_loss",
+]
+
+
+class NodeHead(nn.Module):
+    """``module(z[batch.nodes])`` for :class:`NodeBatch` (node classification/regression)."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, z: Tensor, batch: Any) -> Tensor:
+        return self.module(z[batch.nodes])
+
+
+class EdgeHead(nn.Module):
+    """``decoder(z[batch.src], z[batch.dst])`` for :class:`LinkBatch` and :class:`RatingBatch`
+    (e.g. :class:`galfast.models.DotProductLinkDecoder`,
+    :class:`galfast.models.BilinearRatingDecoder`)."""
+
+    def __init__(self, decoder: nn.Module) -> None:
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, z: Tensor, batch: Any) -> Tensor:
+        return self.decoder(z[batch.src], z[batch.dst])
+
+
+class GraphHead(nn.Module):
+    """``module(z)`` for :class:`GraphBatch`, whose ``z`` already holds one row per graph."""
+
+    def __init__(self, module: nn.Module) -> None:
+        super().__init__()
+        self.module = module
+
+    def forward(self, z: Tensor, batch: Any) -> Tensor:
+        return self.module(z)
+
+
+def classification_loss(pred: Tensor, batch: Any) -> Tensor:
+    """Cross-entropy of ``[B, C]`` scores against ``batch.y`` class ids (node or graph batches)."""
+    return F.cross_entropy(pred, batch.y)
+
+
+def regression_loss(pred: Tensor, batch: Any) -> Tensor:
+    """Mean squared error against ``batch.y`` (node or graph batches; QM9's dipole moment)."""
+    return F.mse_loss(pred.view_as(batch.y), batch.y.to(pred.dtype))
+
+
+def link_loss(pred: Tensor, batch: Any) -> Tensor:
+    """Binary cross-entropy of edge logits ``[B]`` against ``batch.label`` (LinkBatch)."""
+    return F.binary_cross_entropy_with_logits(pred.view(-1), batch.label.to(pred.dtype))
+
+
+def rating_cross_entropy(logits: Tensor, batch: Any) -> Tensor:
+    """Cross-entropy of ``[B, R]`` rating-level scores against ``batch.level`` (GC-MC)."""
+    return F.cross_entropy(logits, batch.level)
+
+
+def rating_mse(pred: Tensor, batch: Any) -> Tensor:
+    """Mean squared error of predicted ratings ``[B]`` against ``batch.rating``."""
+    return F.mse_loss(pred.view(-1), batch.rating.to(pred.dtype))
