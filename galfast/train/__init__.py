@@ -20,6 +20,7 @@ from galfast.train.batches import (
     RatingBatches,
 )
 from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery, History
+from galfast.train.config import GALConfig
 from galfast.train.tasks import (
     EdgeHead,
     GraphHead,
@@ -39,6 +40,7 @@ __all__ = [
     "EdgeHead",
     "EdgeIndexAdapter",
     "EvaluateEvery",
+    "GALConfig",
     "GALTrainer",
     "GradReverse",
     "GraphBatch",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -13,8 +12,8 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from galfast.gal.adversary_losses import DISTANCES, adversary_loss, check_outputs, clip_weights
-from galfast.gal.pairing import WALK_MODES, PairingSpec, pair_nodes, parse_pairing
+from galfast.gal.adversary_losses import adversary_loss, check_outputs, clip_weights
+from galfast.gal.pairing import PairingSpec, pair_nodes
 from galfast.gal.seeding import (
     cuda_rng_devices,
     derive_seed,
@@ -25,10 +24,10 @@ from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_
 from galfast.graph import Graph
 from galfast.nn.grad_reverse import grad_reverse
 from galfast.train.callbacks import Callback, History
+from galfast.train.config import GALConfig, check_number
 from galfast.train.encoding import move_to_device, node_inputs
 from galfast.train.optimizers import (
     OptimizerSpec,
-    check_optimizer,
     make_capturable,
     make_optimizer,
     unique_parameters,
@@ -37,23 +36,7 @@ from galfast.train.step_graphs import StepGraphs
 
 __all__ = ["GALTrainer"]
 
-SCHEDULES = ("after", "instead")
 CHECKPOINT_FORMAT = 1
-# Hyperparameters a checkpoint records; a resumed trainer must match them to be exact.
-CONFIG_KEYS = (
-    "distance",
-    "lam",
-    "pairing",
-    "adv_every",
-    "adv_schedule",
-    "adv_batch_size",
-    "pretrain_epochs",
-    "lr",
-    "clip",
-    "seed",
-    "optimizer",
-    "walk_mode",
-)
 
 AttackerSpec = Union[nn.Module, Mapping[str, nn.Module], None]
 SensitiveSpec = Union[SensitiveAttribute, Sequence[SensitiveAttribute], None]
@@ -66,19 +49,6 @@ class _Adversary:
     attribute: SensitiveAttribute
     known: KnownValues
     attacker: nn.Module
-
-
-def _check_number(
-    name: str, value: Any, *, minimum: float, strict: bool = False, integer: bool = False
-) -> None:
-    kind = int if integer else (int, float)
-    ok = isinstance(value, kind) and not isinstance(value, bool)
-    ok = ok and math.isfinite(value) and (value > minimum if strict else value >= minimum)
-    if not ok:
-        what = "an int" if integer else "a finite number"
-        raise ValueError(
-            f"{name} must be {what} {'>' if strict else '>='} {minimum}, got {value!r}"
-        )
 
 
 class GALTrainer:
@@ -189,27 +159,21 @@ class GALTrainer:
             raise ValueError(f"encoder must be a torch.nn.Module, got {type(encoder).__name__}")
         if not callable(task_head) or not callable(task_loss):
             raise ValueError("task_head and task_loss must be callables")
-        if distance not in DISTANCES:
-            raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
-        _check_number("lam", lam, minimum=0)
-        _check_number("adv_every", adv_every, minimum=1, integer=True)
-        if adv_schedule not in SCHEDULES:
-            raise ValueError(f"adv_schedule must be one of {SCHEDULES}, got {adv_schedule!r}")
-        if adv_schedule == "instead" and adv_every < 2:
-            raise ValueError(
-                "adv_schedule='instead' needs adv_every >= 2 (with 1 no batch "
-                "would be left for the task)"
-            )
-        if adv_batch_size is not None:
-            _check_number("adv_batch_size", adv_batch_size, minimum=1, integer=True)
-        _check_number("pretrain_epochs", pretrain_epochs, minimum=0, integer=True)
-        _check_number("lr", lr, minimum=0, strict=True)
-        _check_number("clip", clip, minimum=0, strict=True)
-        _check_number("seed", seed, minimum=0, integer=True)
-        check_optimizer(optimizer)
-        if walk_mode not in WALK_MODES:
-            raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {walk_mode!r}")
-        if lam > 0 and attacker is None:
+        settings = GALConfig(
+            distance=distance,
+            lam=lam,
+            pairing=pairing,
+            adv_every=adv_every,
+            adv_schedule=adv_schedule,
+            adv_batch_size=adv_batch_size,
+            pretrain_epochs=pretrain_epochs,
+            lr=lr,
+            clip=clip,
+            seed=seed,
+            optimizer=optimizer,
+            walk_mode=walk_mode,
+        )
+        if settings.lam > 0 and attacker is None:
             raise ValueError("lam > 0 needs an attacker (the simulated adversary)")
         if attacker is not None and not isinstance(attacker, (nn.Module, Mapping)):
             raise ValueError(
@@ -231,30 +195,15 @@ class GALTrainer:
         )
         self.attacker = None if attacker is None else attacker.to(self.device)
         self.task_loss = task_loss
-        self.pairing = parse_pairing(pairing)
-        self.distance, self.lam, self.lr, self.clip, self.seed = (
-            distance,
-            float(lam),
-            lr,
-            clip,
-            seed,
-        )
-        self.adv_every, self.adv_schedule, self.adv_batch_size = (
-            adv_every,
-            adv_schedule,
-            adv_batch_size,
-        )
-        self.pretrain_epochs, self.optimizer_spec, self.walk_mode = (
-            pretrain_epochs,
-            optimizer,
-            walk_mode,
-        )
+        self.settings = settings
 
-        self.task_optimizer = make_optimizer(optimizer, unique_parameters(encoder, task_head), lr)
+        params = unique_parameters(encoder, task_head)
+        self.task_optimizer = make_optimizer(settings.optimizer, params, settings.lr)
         self.adversary_optimizer = None
-        if self.lam > 0:
+        if settings.lam > 0:
             params = unique_parameters(self.attacker, encoder)
-            self.adversary_optimizer = make_optimizer(optimizer, params, lr * self.lam)
+            adversary_lr = settings.lr * settings.lam
+            self.adversary_optimizer = make_optimizer(settings.optimizer, params, adversary_lr)
         self._step_graphs = StepGraphs(self.device) if cuda_graphs else None
         self._make_capturable()
 
@@ -274,21 +223,9 @@ class GALTrainer:
 
     @property
     def config(self) -> dict[str, Any]:
-        """The hyperparameters a checkpoint records (``optimizer`` is None for a factory)."""
-        return {
-            "distance": self.distance,
-            "lam": self.lam,
-            "pairing": self.pairing.name,
-            "adv_every": self.adv_every,
-            "adv_schedule": self.adv_schedule,
-            "adv_batch_size": self.adv_batch_size,
-            "pretrain_epochs": self.pretrain_epochs,
-            "lr": self.lr,
-            "clip": self.clip,
-            "seed": self.seed,
-            "optimizer": self.optimizer_spec if isinstance(self.optimizer_spec, str) else None,
-            "walk_mode": self.walk_mode,
-        }
+        """The hyperparameters a checkpoint records (``optimizer`` is None for a factory);
+        :attr:`settings` holds them as a :class:`GALConfig`."""
+        return self.settings.to_checkpoint()
 
     # ---------------------------------------------------------------- fit
     def fit(
@@ -323,11 +260,11 @@ class GALTrainer:
         Returns:
             The trainer's :class:`History` (one record per epoch, all fits together).
         """
-        _check_number("epochs", epochs, minimum=0, integer=True)
+        check_number("epochs", epochs, minimum=0, integer=True)
         if graph is not None and not isinstance(graph, Graph):
             raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
-        if graph is None and self.pairing.hops > 0:
-            raise ValueError(f"pairing {self.pairing.name!r} needs the graph to walk on")
+        if graph is None and self.settings.pairing.hops > 0:
+            raise ValueError(f"pairing {self.settings.pairing.name!r} needs the graph to walk on")
         for cb in callbacks:
             if not isinstance(cb, Callback):
                 raise ValueError(f"callbacks must be Callback instances, got {type(cb).__name__}")
@@ -374,7 +311,7 @@ class GALTrainer:
         return self.history
 
     def _adversaries(self, sensitive: SensitiveSpec, graph: Optional[Graph]) -> list[_Adversary]:
-        if self.lam == 0:
+        if self.settings.lam == 0:
             return []
         if sensitive is None:
             raise ValueError("lam > 0 needs the sensitive attribute(s) to hide")
@@ -395,7 +332,7 @@ class GALTrainer:
             )
         adversaries = []
         for attr, attacker in zip(attrs, attackers):
-            if self.distance == "wasserstein" and attr.kind == "continuous":
+            if self.settings.distance == "wasserstein" and attr.kind == "continuous":
                 raise ValueError(
                     f"{attr.name}: distance='wasserstein' needs a discrete "
                     "attribute; use distance='tv' for continuous ones"
@@ -407,7 +344,7 @@ class GALTrainer:
     # ---------------------------------------------------------------- one epoch
     def _run_epoch(self, graph, inputs, task_batches, adversaries) -> dict[str, Any]:
         started = time.perf_counter()
-        pretrain = self.epoch < self.pretrain_epochs
+        pretrain = self.epoch < self.settings.pretrain_epochs
         adversarial = not pretrain and bool(adversaries)
         task_losses, adv_losses = [], {a.attribute.name: [] for a in adversaries}
         pairs = {a.attribute.name: 0 for a in adversaries}
@@ -418,12 +355,12 @@ class GALTrainer:
         self._set_train_mode()
         # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
         # by (seed, epoch): an epoch replays identically after a resume.
-        epoch_seed = derive_seed(self.seed, "epoch", self.epoch)
+        epoch_seed = derive_seed(self.settings.seed, "epoch", self.epoch)
         with seeded_globals(epoch_seed, cuda_rng_devices(self.device)):
             for batch in task_batches:
                 batch = move_to_device(batch, self.device)
-                due = (self.step + 1) % self.adv_every == 0
-                if not (adversarial and due and self.adv_schedule == "instead"):
+                due = (self.step + 1) % self.settings.adv_every == 0
+                if not (adversarial and due and self.settings.adv_schedule == "instead"):
                     step = lambda b: self._task_step(graph, inputs, b)  # noqa: E731
                     task_losses.append(self._run_step("task", step, batch))
                 if adversarial and due:
@@ -500,27 +437,27 @@ class GALTrainer:
 
     def _paired_rows(self, adv_index, adversary, graph, pairs, failures):
         """Rows of the full-graph z the attacker reads, and the targets it must predict."""
-        name, known = adversary.attribute.name, adversary.known
+        name, known, cfg = adversary.attribute.name, adversary.known, self.settings
         count = known.nodes.numel()
-        if self.adv_batch_size is not None and self.adv_batch_size < count:
-            gen = seeded_generator(derive_seed(self.seed, "adversary_batch", self.step, adv_index))
-            pick = torch.randperm(count, generator=gen)[: self.adv_batch_size].to(self.device)
+        if cfg.adv_batch_size is not None and cfg.adv_batch_size < count:
+            gen = seeded_generator(derive_seed(cfg.seed, "adversary_batch", self.step, adv_index))
+            pick = torch.randperm(count, generator=gen)[: cfg.adv_batch_size].to(self.device)
             nodes, targets = known.nodes[pick], known.targets[pick]
         else:
             nodes, targets = known.nodes, known.targets
-        seed = derive_seed(self.seed, "pairing", self.step, adv_index)
-        paired = pair_nodes(graph, nodes, self.pairing, seed=seed, walk_mode=self.walk_mode)
+        seed = derive_seed(cfg.seed, "pairing", self.step, adv_index)
+        paired = pair_nodes(graph, nodes, cfg.pairing, seed=seed, walk_mode=cfg.walk_mode)
         pairs[name] += paired.keep.numel()
         failures[name] += paired.failures
-        if self.pairing.hops == 0:  # every node kept: no gather (and no new tensor) needed
+        if cfg.pairing.hops == 0:  # every node kept: no gather (and no new tensor) needed
             return paired.partners, targets
         return paired.partners, targets[paired.keep]
 
     def _adversary_step(self, graph, inputs, batch, adversaries, pairs, failures):
         if hasattr(batch, "encode"):
-            if self.pairing.hops > 0:
+            if self.settings.pairing.hops > 0:
                 raise ValueError(
-                    f"pairing {self.pairing.name!r} is undefined for batches that "
+                    f"pairing {self.settings.pairing.name!r} is undefined for batches that "
                     "encode their own graphs (one embedding per graph): use 'node'"
                 )
             z, ids = batch.encode(self.encoder)
@@ -535,7 +472,7 @@ class GALTrainer:
             z, _ = self._encode(graph, inputs, batch)
             return self._adversary_update(z, adversaries, picked)
 
-        if self.pairing.hops > 0:  # failed walks change the batch shape from step to step
+        if self.settings.pairing.hops > 0:  # failed walks change the batch shape from step to step
             return step(picked)
         return self._run_step("adversary", step, picked)
 
@@ -549,16 +486,16 @@ class GALTrainer:
             attr = adversary.attribute
             outputs = adversary.attacker(z_rev[rows])
             check_outputs(attr.name, attr.kind, outputs, targets, attr.num_outputs)
-            loss = adversary_loss(outputs, targets, attr.kind, self.distance)
+            loss = adversary_loss(outputs, targets, attr.kind, self.settings.distance)
             losses[attr.name] = loss.detach()
             total = loss if total is None else total + loss
         if total is not None:
             self.adversary_optimizer.zero_grad()
             total.backward()
             self.adversary_optimizer.step()
-            if self.distance == "wasserstein":
+            if self.settings.distance == "wasserstein":
                 for adversary in adversaries:
-                    clip_weights(adversary.attacker, self.clip)
+                    clip_weights(adversary.attacker, self.settings.clip)
         return losses
 
     # ---------------------------------------------------------------- embeddings
@@ -609,10 +546,9 @@ class GALTrainer:
         hyperparameters; a mismatch raises ValueError naming the differing settings)."""
         if state.get("format") != CHECKPOINT_FORMAT:
             raise ValueError(f"unsupported checkpoint format {state.get('format')!r}")
-        saved, mine = state["config"], self.config
-        differing = [k for k in CONFIG_KEYS if saved.get(k) != mine[k]]
+        differing = self.settings.differences(state["config"])
         if differing:
-            detail = ", ".join(f"{k}: saved {saved.get(k)!r}, now {mine[k]!r}" for k in differing)
+            detail = ", ".join(differing)
             raise ValueError(f"the checkpoint was made with other settings ({detail})")
         if (state["attacker"] is None) != (self.attacker is None):
             raise ValueError("the checkpoint and this trainer disagree on having an attacker")
@@ -648,6 +584,30 @@ class GALTrainer:
         return self
 
     @classmethod
+    def from_config(
+        cls,
+        encoder: nn.Module,
+        task_head: Callable[[Tensor, Any], Tensor],
+        attacker: AttackerSpec = None,
+        *,
+        task_loss: Callable[[Any, Any], Tensor],
+        config: GALConfig,
+        device: Optional[Union[str, torch.device]] = None,
+        cuda_graphs: bool = False,
+    ) -> GALTrainer:
+        """A trainer with the hyperparameters of ``config``; the same as passing its fields
+        as keyword arguments."""
+        return cls(
+            encoder,
+            task_head,
+            attacker,
+            task_loss=task_loss,
+            device=device,
+            cuda_graphs=cuda_graphs,
+            **config.trainer_kwargs(),
+        )
+
+    @classmethod
     def resume(
         cls,
         path: Union[str, os.PathLike],
@@ -669,15 +629,9 @@ class GALTrainer:
             >>> trainer.fit(graph, batches, sensitive, epochs=50)  # doctest: +SKIP
         """
         state = torch.load(os.fspath(path), map_location=device or "cpu", weights_only=True)
-        config = dict(state["config"])
-        if config["optimizer"] is None:
-            if optimizer is None:
-                raise ValueError("the saved run used an optimizer factory: pass optimizer=")
-            config["optimizer"] = optimizer
-        elif optimizer is not None:
-            raise ValueError(
-                f"the saved run used optimizer {config['optimizer']!r}; do not pass another"
-            )
-        trainer = cls(encoder, task_head, attacker, task_loss=task_loss, device=device, **config)
+        settings = GALConfig.from_checkpoint(state["config"], optimizer)
+        trainer = cls.from_config(
+            encoder, task_head, attacker, task_loss=task_loss, config=settings, device=device
+        )
         trainer.load_state_dict(state)
         return trainer

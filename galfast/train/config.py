@@ -1,0 +1,124 @@
+"""GALConfig: the trainer's hyperparameters, checked once, recorded in every checkpoint."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Optional, Union
+
+from galfast.gal.adversary_losses import DISTANCES
+from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, parse_pairing
+from galfast.train.optimizers import OptimizerSpec, check_optimizer
+
+__all__ = ["SCHEDULES", "GALConfig", "check_number"]
+
+SCHEDULES = ("after", "instead")
+
+
+def check_number(
+    name: str, value: Any, *, minimum: float, strict: bool = False, integer: bool = False
+) -> None:
+    """Raises ValueError unless ``value`` is a finite number (an int if ``integer``) at least
+    ``minimum`` (above it if ``strict``); bools are not numbers here."""
+    kind = int if integer else (int, float)
+    ok = isinstance(value, kind) and not isinstance(value, bool)
+    ok = ok and math.isfinite(value) and (value > minimum if strict else value >= minimum)
+    if not ok:
+        what = "an int" if integer else "a finite number"
+        raise ValueError(
+            f"{name} must be {what} {'>' if strict else '>='} {minimum}, got {value!r}"
+        )
+
+
+@dataclass(frozen=True)
+class GALConfig:
+    """The hyperparameters of a GAL run (see :class:`~galfast.train.GALTrainer` for what each
+    one does). Built from plain values, checked on construction (a bad value raises
+    ValueError naming it), and normalised: ``pairing`` becomes a
+    :class:`~galfast.gal.Pairing`, ``lam`` a float. A resumed trainer must match the saved
+    config to be exact, so checkpoints store :meth:`to_checkpoint` and compare it."""
+
+    distance: str = "tv"
+    lam: float = 0.5
+    pairing: Union[Pairing, PairingSpec] = "node"
+    adv_every: int = 1
+    adv_schedule: str = "after"
+    adv_batch_size: Optional[int] = None
+    pretrain_epochs: int = 0
+    lr: float = 0.01
+    clip: float = 1.0
+    seed: int = 0
+    optimizer: OptimizerSpec = "adam"
+    walk_mode: str = "paper"
+
+    def __post_init__(self) -> None:
+        if self.distance not in DISTANCES:
+            raise ValueError(f"distance must be one of {DISTANCES}, got {self.distance!r}")
+        check_number("lam", self.lam, minimum=0)
+        check_number("adv_every", self.adv_every, minimum=1, integer=True)
+        if self.adv_schedule not in SCHEDULES:
+            raise ValueError(f"adv_schedule must be one of {SCHEDULES}, got {self.adv_schedule!r}")
+        if self.adv_schedule == "instead" and self.adv_every < 2:
+            raise ValueError(
+                "adv_schedule='instead' needs adv_every >= 2 (with 1 no batch "
+                "would be left for the task)"
+            )
+        if self.adv_batch_size is not None:
+            check_number("adv_batch_size", self.adv_batch_size, minimum=1, integer=True)
+        check_number("pretrain_epochs", self.pretrain_epochs, minimum=0, integer=True)
+        check_number("lr", self.lr, minimum=0, strict=True)
+        check_number("clip", self.clip, minimum=0, strict=True)
+        check_number("seed", self.seed, minimum=0, integer=True)
+        check_optimizer(self.optimizer)
+        if self.walk_mode not in WALK_MODES:
+            raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {self.walk_mode!r}")
+        # Frozen to its users; normalising here is the one write.
+        object.__setattr__(self, "pairing", parse_pairing(self.pairing))
+        object.__setattr__(self, "lam", float(self.lam))
+
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """The field names, which are also the keys of :meth:`to_checkpoint`."""
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        """Plain values a checkpoint can hold: the pairing by name, and ``optimizer`` None when
+        it is a factory (a checkpoint cannot store code)."""
+        out = {k: getattr(self, k) for k in self.keys()}
+        out["pairing"] = self.pairing.name
+        if not isinstance(self.optimizer, str):
+            out["optimizer"] = None
+        return out
+
+    @classmethod
+    def from_checkpoint(
+        cls, saved: Mapping[str, Any], optimizer: Optional[OptimizerSpec] = None
+    ) -> GALConfig:
+        """The config a checkpoint recorded (:meth:`to_checkpoint`). ``optimizer`` is needed
+        exactly when the saved run used a factory."""
+        values = {k: saved[k] for k in cls.keys() if k in saved}
+        if values.get("optimizer") is None:
+            if optimizer is None:
+                raise ValueError("the saved run used an optimizer factory: pass optimizer=")
+            values["optimizer"] = optimizer
+        elif optimizer is not None:
+            raise ValueError(
+                f"the saved run used optimizer {values['optimizer']!r}; do not pass another"
+            )
+        return cls(**values)
+
+    def differences(self, saved: Mapping[str, Any]) -> list[str]:
+        """The settings where ``saved`` (a checkpoint's config) differs from this config, each
+        described as ``"key: saved ..., now ..."``."""
+        mine = self.to_checkpoint()
+        return [
+            f"{k}: saved {saved.get(k)!r}, now {mine[k]!r}"
+            for k in self.keys()
+            if saved.get(k) != mine[k]
+        ]
+
+    def trainer_kwargs(self) -> dict[str, Any]:
+        """The keyword arguments of :class:`~galfast.train.GALTrainer` this config stands for."""
+        return {k: getattr(self, k) for k in self.keys()}
