@@ -124,16 +124,16 @@ def test_sweep_reruns_a_run_whose_settings_changed(tmp_path):
 
 
 def test_adversary_schedule_reaches_the_trainer_and_names_its_own_run_file(tmp_path, monkeypatch):
-    from galfast.cli import experiments
+    from galfast.experiments import planetoid
 
     seen = []
 
-    class Spy(experiments.GALTrainer):
+    class Spy(planetoid.GALTrainer):
         def __init__(self, *args, **kwargs):
             seen.append({k: kwargs[k] for k in ("adv_every", "adv_schedule", "pretrain_epochs")})
             super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(experiments, "GALTrainer", Spy)
+    monkeypatch.setattr(planetoid, "GALTrainer", Spy)
     base = ["sweep", *TINY_GRAPH, "--seeds", "1", "--lam", "1", "--distance", "tv"]
     schedule = ["--adv-every", "3", "--adv-schedule", "instead", "--pretrain-epochs", "1"]
     assert main([*base, "--out", str(tmp_path)]) == 0
@@ -227,7 +227,7 @@ def test_tsne_writes_a_png(tmp_path):
 
 
 def test_a_run_does_not_depend_on_what_ran_before_it():
-    from galfast.cli.experiments import ExperimentConfig, run_experiment
+    from galfast.experiments import ExperimentConfig, run_experiment
 
     cfg = ExperimentConfig(
         dataset="synthetic-graph",

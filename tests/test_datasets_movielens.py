@@ -333,7 +333,7 @@ def test_hand_placed_archive_is_verified_before_extraction(tmp_path, monkeypatch
 
 
 def test_the_cli_loads_the_papers_graph_of_rated_movies(ml1m):
-    from galfast.cli.experiments import load_dataset
+    from galfast.experiments import load_dataset
 
     root, _ = ml1m
     assert load_dataset("movielens-1m", str(root)).num_movies == len(RATED_1M)

@@ -3,14 +3,17 @@
 from galfast.audit.audit_embeddings import audit
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.report import AttackResult, AuditReport
+from galfast.audit.split import AUDIT_TEST_FRACTION, audit_split
 from galfast.audit.stats import MetricSummary, summarize
 
 __all__ = [
+    "AUDIT_TEST_FRACTION",
     "AttackResult",
     "AuditReport",
     "MetricSummary",
     "TradeoffBound",
     "audit",
+    "audit_split",
     "summarize",
     "tradeoff_bound",
 ]

@@ -6,9 +6,8 @@ import argparse
 
 import torch
 
-from galfast.audit import audit
+from galfast.audit import audit, audit_split
 from galfast.audit.attackers import FAMILIES
-from galfast.cli.experiments import AUDIT_TEST_FRACTION
 from galfast.cli.options import comma_list, pairing_list, positive_int, write_json
 from galfast.gal import SensitiveAttribute
 from galfast.graph import Graph
@@ -91,14 +90,12 @@ def main(args: argparse.Namespace) -> int:
         index=nodes,
         num_classes=None if kind == "binary" else classes,
     )
-    gen = torch.Generator().manual_seed(args.seed)
-    perm = nodes[torch.randperm(nodes.numel(), generator=gen)]
-    num_test = max(1, int(AUDIT_TEST_FRACTION * nodes.numel()))
+    train_idx, test_idx = audit_split(nodes, args.seed)
     report = audit(
         z.float(),
         attribute,
-        train_idx=perm[num_test:],
-        test_idx=perm[:num_test],
+        train_idx=train_idx,
+        test_idx=test_idx,
         graph=graph,
         attacks=attacks,
         attackers=args.attackers,

@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from galfast.cli.experiments import ExperimentConfig, run_experiment
 from galfast.cli.options import device, nonnegative_float, positive_int, write_json
 from galfast.cli.plots import plot_tradeoff
 from galfast.cli.summary import format_table, summarize_runs
+from galfast.experiments import ExperimentConfig, run_experiment
 
 __all__ = ["add_parser", "main"]
 

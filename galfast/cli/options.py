@@ -12,8 +12,8 @@ from typing import Any
 import torch
 
 from galfast.audit.attackers import FAMILIES
-from galfast.cli.encoders import ENCODERS
 from galfast.datasets import DATASET_NAMES
+from galfast.experiments.encoders import ENCODERS
 from galfast.gal.pairing import parse_pairing
 
 __all__ = [
@@ -133,7 +133,7 @@ def add_experiment_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--root",
         default=None,
-        help="folder holding the raw files (e.g. /work/shared/data); default: the bundled Cora, "
+        help="folder holding the raw files (e.g. ~/data/planetoid); default: the bundled Cora, "
         "else the download cache ($GALFAST_DATA or ~/.cache/galfast)",
     )
     parser.add_argument(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from galfast.cli.experiments import ExperimentConfig, run_experiment
 from galfast.cli.options import (
     add_experiment_options,
     config_kwargs,
@@ -12,6 +11,7 @@ from galfast.cli.options import (
     write_json,
 )
 from galfast.cli.summary import format_table, summarize_runs
+from galfast.experiments import ExperimentConfig, run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main"]

@@ -10,7 +10,6 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from galfast.cli.experiments import ExperimentConfig, run_experiment
 from galfast.cli.options import (
     add_experiment_options,
     comma_list,
@@ -20,6 +19,7 @@ from galfast.cli.options import (
 )
 from galfast.cli.plots import plot_tradeoff
 from galfast.cli.summary import ATTACK_METRICS, format_table, summarize_runs
+from galfast.experiments import ExperimentConfig, run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main", "run_path"]

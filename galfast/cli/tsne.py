@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from galfast.cli.experiments import ExperimentConfig, run_experiment
 from galfast.cli.options import add_experiment_options, config_kwargs, float_list
 from galfast.cli.plots import pyplot
+from galfast.experiments import ExperimentConfig, run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main"]
