@@ -363,3 +363,18 @@ def test_audit_runs_on_cuda_embeddings():
         seeds=1,
     )
     assert report.worst_case("a").metrics["macro_f1"].mean > 0.95
+
+
+def test_audit_split_holds_out_a_seeded_fifth_of_the_labelled_nodes():
+    from galfast.audit import audit_split
+
+    nodes = torch.arange(10, 60)
+    train_idx, test_idx = audit_split(nodes, seed=3)
+    assert test_idx.numel() == 10 and train_idx.numel() == 40
+    assert sorted(torch.cat([train_idx, test_idx]).tolist()) == nodes.tolist()
+    again, _ = audit_split(nodes, seed=3)
+    other, _ = audit_split(nodes, seed=4)
+    assert torch.equal(again, train_idx) and not torch.equal(other, train_idx)
+    assert audit_split(nodes[:2], seed=0)[1].numel() == 1  # at least one test node
+    with pytest.raises(ValueError, match="test_fraction"):
+        audit_split(nodes, seed=0, test_fraction=1.0)

@@ -18,8 +18,8 @@ from galfast.datasets.movielens_loader import movielens
 from galfast.datasets.planetoid_loader import MissingFeaturesWarning, planetoid
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.registry import DATASET_NAMES, load, synthetic
-from galfast.datasets.synthetic_ratings import synthetic_movielens
-from galfast.datasets.synthetic_sbm import synthetic_graph
+from galfast.datasets.synthetic_graph import synthetic_graph
+from galfast.datasets.synthetic_movielens import synthetic_movielens
 
 __all__ = [
     "DATASET_NAMES",
