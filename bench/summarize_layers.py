@@ -1,6 +1,6 @@
-"""Turns a pytest-benchmark JSON of bench_layers.py into the markdown table of
-docs/bench_layers.md: per layer, graph and pass, the minimum time of galfast and of each PyG
-input, and galfast's speed-up over PyG's fastest.
+"""Turns a pytest-benchmark JSON of bench_layers.py into the markdown table of docs/benchmarks.md
+("GNN layers: galfast.nn against PyG"): per layer, graph and pass, the minimum time of galfast
+and of each PyG input, and galfast's speed-up over PyG's fastest.
 
     pytest bench/bench_layers.py --benchmark-only --benchmark-json=layers.json
     python bench/summarize_layers.py layers.json

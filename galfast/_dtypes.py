@@ -1,16 +1,23 @@
-"""Mapping between torch dtypes and the kernels' dtype codes (csrc/common/dtype.h)."""
+"""Mapping between torch dtypes and the kernels' element types (_C.DType, csrc/common/dtype.h)."""
 
 from __future__ import annotations
 
 import torch
 
-DTYPE_CODES = {torch.float32: 0, torch.float64: 1, torch.float16: 2, torch.bfloat16: 3}
+from galfast._native import _C
+
+KERNEL_DTYPES = {
+    torch.float32: _C.DType.FLOAT32,
+    torch.float64: _C.DType.FLOAT64,
+    torch.float16: _C.DType.FLOAT16,
+    torch.bfloat16: _C.DType.BFLOAT16,
+}
 CPU_DTYPES = (torch.float32, torch.float64)
 CUDA_DTYPES = (torch.float32, torch.float64, torch.float16, torch.bfloat16)
 
 
-def dtype_code(dtype: torch.dtype) -> int:
-    return DTYPE_CODES[dtype]
+def kernel_dtype(dtype: torch.dtype) -> _C.DType:
+    return KERNEL_DTYPES[dtype]
 
 
 def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 from torch import Tensor
 
-__all__ = ["Graph"]
+__all__ = ["CSC", "Graph"]
+
+
+class CSC(NamedTuple):
+    """A graph's transpose (edges grouped by source). Slot ``s`` of source ``j``, for ``s`` in
+    ``colptr[j] : colptr[j + 1]``, is the edge ``j -> row[s]``, found at position
+    ``edge_id[s]`` of the CSR order; within a source, slots keep CSR order."""
+
+    colptr: Tensor  # [num_nodes + 1] int64 slot offsets per source node
+    row: Tensor  # [num_edges] int64 destination of each slot's edge (as Graph.row in CSR)
+    edge_id: Tensor  # [num_edges] int64 CSR position of each slot's edge
 
 
 def _check_index(edge_index: Any, num_nodes: Optional[int]) -> tuple[Tensor, int]:
@@ -223,19 +233,18 @@ class Graph:
 
     @property
     def out_degree(self) -> Tensor:
-        return self.cached("out_degree", lambda: self.csc[0].diff())
+        return self.cached("out_degree", lambda: self.csc.colptr.diff())
 
     @property
-    def csc(self) -> tuple[Tensor, Tensor, Tensor]:
-        """The transpose: ``(colptr, targets, edge_id)``; slot ``k`` of source ``j`` is the edge
-        ``j -> targets[k]`` whose CSR position is ``edge_id[k]``."""
+    def csc(self) -> CSC:
+        """The transpose, cached: a :class:`CSC` ``(colptr, row, edge_id)``."""
 
         def build():
             edge_id = torch.argsort(self.col, stable=True)
             counts = torch.bincount(self.col, minlength=self.num_nodes)
             colptr = torch.zeros(self.num_nodes + 1, dtype=torch.long, device=self.device)
             colptr[1:] = torch.cumsum(counts, 0)
-            return colptr, self.row[edge_id], edge_id
+            return CSC(colptr, self.row[edge_id], edge_id)
 
         return self.cached("csc", build)
 
@@ -261,7 +270,7 @@ class Graph:
         from galfast._native import _C
 
         def build():
-            ptr = self.csc[0] if transposed else self.rowptr
+            ptr = self.csc.colptr if transposed else self.rowptr
             return (ptr.diff() > _C.HUB_DEGREE).nonzero().view(-1)
 
         return self.cached(("hub_rows", transposed), build)

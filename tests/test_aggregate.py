@@ -6,7 +6,9 @@ from hypothesis import strategies as st
 from ref_aggregate import aggregate_ref
 
 from galfast import Graph
+from galfast._native import _C
 from galfast.ops import aggregate
+from galfast.ops.aggregate import launch_aggregate
 
 REDUCES = ["sum", "mean", "max"]
 NORMS = [None, "gcn"]
@@ -148,25 +150,33 @@ def test_opcheck():
     g = Graph.from_edge_index(random_edges(12, 40, seed=4), 12)
     x = torch.randn(12, 5, dtype=torch.float64, requires_grad=True)
     w = torch.rand(g.num_edges, dtype=torch.float64, requires_grad=True)
-    colptr, csc_col, csc_edge_id = g.csc
     empty = g.rowptr.new_empty(0)
-    for mode in (0, 1):
-        args = (
-            g.rowptr,
-            g.col,
-            g.row,
-            empty,
-            colptr,
-            csc_col,
-            csc_edge_id,
-            empty,
-            x,
-            w,
-            None,
-            None,
-            mode,
-        )
+    for mode in (_C.AggMode.SUM, _C.AggMode.MAX):
+        args = (g.rowptr, g.col, g.row, empty, *g.csc, empty, x, w, None, None, int(mode))
         torch.library.opcheck(torch.ops.galfast.aggregate.default, args)
+
+
+def test_opcheck_kernel_ops():
+    # The autograd-free kernel ops the backward traces: their fake kernels must allocate what the
+    # kernels return (max's arg, the masked sum on the transpose, the edge gradient).
+    g = Graph.from_edge_index(random_edges(12, 40, seed=5), 12)
+    x = torch.randn(12, 5, dtype=torch.float64)
+    w = torch.rand(g.num_edges, dtype=torch.float64)
+    empty = g.rowptr.new_empty(0)
+    _, arg = launch_aggregate(
+        g.rowptr, g.col, None, w, None, None, empty, x, None, int(_C.AggMode.MAX)
+    )
+    assert arg.shape == (12, 5)
+    csc = g.csc
+    masked = (
+        *(csc.colptr, csc.row, csc.edge_id, w, None, None, empty, x, arg),
+        int(_C.AggMode.MASKED_SUM),
+    )
+    torch.library.opcheck(torch.ops.galfast.aggregate_kernel.default, masked)
+    grad = torch.randn(12, 5, dtype=torch.float64)
+    for mask in (None, arg):
+        args = (g.rowptr, g.row, g.col, None, None, grad, x, mask)
+        torch.library.opcheck(torch.ops.galfast.edge_grad.default, args)
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from ref_gat_aggregate import gat_aggregate_reference
 import galfast
 from galfast.nn._graph_input import graph_input
 from galfast.ops import gat_aggregate
-from galfast.ops.gat_aggregate import _gat_backward, _gat_forward
+from galfast.ops.gat_aggregate import _gat_backward_op, _gat_forward_op
 
 GRAPHS = awkward_graphs()
 
@@ -209,14 +209,14 @@ def test_torch_compile_matches_eager():
 def test_opcheck():
     graph = _graph("loops_duplicates")
     h, a_src, a_dst = _inputs(graph, 2, 3, requires_grad=True)
-    colptr, csc_row, csc_edge_id = graph.csc
-    args = (graph.rowptr, graph.col, colptr, csc_row, csc_edge_id, h, a_src, a_dst, 0.2, 0.3, 7)
-    torch.library.opcheck(_gat_forward, args)
-    out, lse = _gat_forward(*args)
+    csc = graph.csc
+    args = (graph.rowptr, graph.col, *csc, h, a_src, a_dst, 0.2, 0.3, 7)
+    torch.library.opcheck(_gat_forward_op, args)
+    out, lse = _gat_forward_op(*args)
     grad = torch.randn_like(out)
     backward_args = (*args[:8], out.detach(), lse, grad, 0.2, 0.3, 7)
     torch.library.opcheck(
-        _gat_backward,
+        _gat_backward_op,
         tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in backward_args),
     )
 

@@ -22,12 +22,13 @@ def test_csr_matches_python_coalesce(name):
 def test_csc_is_the_transpose():
     edge_index, n = awkward_graphs()["random"]
     g = Graph.from_edge_index(edge_index, n)
-    colptr, targets, edge_id = g.csc
+    csc = g.csc
+    assert csc._fields == ("colptr", "row", "edge_id")
     for j in range(n):
-        slots = range(colptr[j], colptr[j + 1])
-        assert all(g.col[edge_id[k]] == j for k in slots)
-        assert [targets[k].item() for k in slots] == [g.row[edge_id[k]].item() for k in slots]
-    assert sorted(edge_id.tolist()) == list(range(g.num_edges))
+        slots = range(csc.colptr[j], csc.colptr[j + 1])
+        assert all(g.col[csc.edge_id[k]] == j for k in slots)
+        assert [csc.row[k].item() for k in slots] == [g.row[csc.edge_id[k]].item() for k in slots]
+    assert sorted(csc.edge_id.tolist()) == list(range(g.num_edges))
     assert torch.equal(g.out_degree, torch.bincount(g.col, minlength=n))
 
 

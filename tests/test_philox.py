@@ -5,7 +5,7 @@ C++/CUDA generator to the published Philox4x32-10."""
 from __future__ import annotations
 
 import pytest
-from nhop_reference import philox4x32_10, philox_uniform
+from ref_sample_nhop import philox4x32_10, philox_uniform
 
 # Random123 kat_vectors, the "philox4x32 10" lines: counter (4 words), key (2 words), output.
 KNOWN_ANSWERS = [

@@ -8,7 +8,7 @@ import random
 import numpy as np
 import pytest
 import torch
-from nhop_reference import adjacency, bfs_distance, reference_sample
+from ref_sample_nhop import adjacency, bfs_distance, reference_sample
 
 from galfast import Graph
 from galfast._native import _C
@@ -242,7 +242,7 @@ def test_index_width_does_not_change_results():
             p.starts, p.end = starts.data_ptr(), end.data_ptr()
             p.num_nodes, p.num_walks, p.hops, p.seed = graph.num_nodes, starts.numel(), 3, SEED
             p.max_retries, p.mode = 4, _C.WalkMode(code)
-            p.index_type = _C.IndexType(0 if adj[1].dtype == torch.int32 else 1)
+            p.index_type = _C.IndexType.INT32 if adj[1].dtype == torch.int32 else _C.IndexType.INT64
             _C.sample_nhop_cpu(p)
             results.append(end)
         assert torch.equal(results[0], results[1]), mode

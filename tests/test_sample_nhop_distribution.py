@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
-from nhop_reference import adjacency, bfs_distance, end_distribution, reference_walk
+from ref_sample_nhop import adjacency, bfs_distance, end_distribution, reference_walk
 
 from galfast import Graph
 from galfast.ops import sample_nhop

@@ -28,8 +28,6 @@ namespace galfast {
 namespace GALFAST_CPU_ISA {
 namespace {
 
-constexpr int64_t kPrefetchEdges = 8;  // how far ahead of the current edge x rows are fetched
-
 // Sum over row r of w_e * x[c, f0 : f0 + kTile], accumulated in registers.
 template <typename T, int kTile>
 inline void sum_tile(const AggregateParams& p, int64_t r, int64_t f0, T* __restrict out) {
@@ -114,18 +112,6 @@ void edge_grad_row(const EdgeGradParams& p, int64_t r) {
     }
     const T cs = p.col_scale ? static_cast<const T*>(p.col_scale)[c] : T(1);
     gw[e] = rs * cs * dot;
-  }
-}
-
-// Runs body(row) over all rows, edge-balanced and dynamically scheduled.
-template <typename Body>
-void for_each_row(const int64_t* rowptr, int64_t num_rows, Body body) {
-  const int threads = max_threads();
-  const std::vector<int64_t> chunks = balanced_row_chunks(rowptr, num_rows, 16 * threads);
-  const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-  for (int64_t k = 0; k < num_chunks; ++k) {
-    for (int64_t r = chunks[k]; r < chunks[k + 1]; ++r) body(r);
   }
 }
 

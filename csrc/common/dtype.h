@@ -1,12 +1,9 @@
-// Element types the kernels accept, as small integer codes that Python passes in.
+// Element types the kernels accept.
 #pragma once
-
-#include <stdexcept>
-#include <string>
 
 namespace galfast {
 
-// Must match galfast/_dtypes.py.
+// Bound as galfast._C.DType (csrc/bindings.cpp); galfast/_dtypes.py maps torch dtypes to it.
 enum class DType : int { kFloat32 = 0, kFloat64 = 1, kFloat16 = 2, kBFloat16 = 3 };
 
 inline const char* dtype_name(DType d) {
@@ -21,12 +18,6 @@ inline const char* dtype_name(DType d) {
       return "bfloat16";
   }
   return "unknown";
-}
-
-inline DType dtype_from_code(int code) {
-  if (code < 0 || code > 3)
-    throw std::invalid_argument("unknown dtype code " + std::to_string(code));
-  return static_cast<DType>(code);
 }
 
 }  // namespace galfast

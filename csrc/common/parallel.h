@@ -60,4 +60,19 @@ inline std::vector<int64_t> balanced_row_chunks(const int64_t* rowptr, int64_t n
   return bounds;
 }
 
+// Runs body(r) for every row r in [0, num_rows) of a CSR (or CSC) pointer array: rows in
+// edge-balanced chunks (balanced_row_chunks), 16 per thread, handed out dynamically; one thread
+// runs a whole row. Instantiated in each kernel's translation unit with that unit's lambda, so
+// the baseline and AVX2 builds each get their own copy.
+template <typename Body>
+void for_each_row(const int64_t* rowptr, int64_t num_rows, Body body) {
+  const int threads = max_threads();
+  const std::vector<int64_t> chunks = balanced_row_chunks(rowptr, num_rows, 16 * threads);
+  const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
+  for (int64_t k = 0; k < num_chunks; ++k) {
+    for (int64_t r = chunks[k]; r < chunks[k + 1]; ++r) body(r);
+  }
+}
+
 }  // namespace galfast

@@ -7,6 +7,16 @@ namespace galfast {
 
 constexpr int64_t kCacheLine = 64;
 
+// How many edges ahead of the current one the row-gathering kernels (aggregate, GAT) prefetch
+// the rows they will read.
+constexpr int64_t kPrefetchEdges = 8;
+
+// Prefetches the cache line holding `address`, for reading or (kForWrite) for writing.
+template <bool kForWrite = false>
+[[gnu::always_inline]] inline void prefetch_line(const void* address) {
+  __builtin_prefetch(address, kForWrite ? 1 : 0);
+}
+
 // Prefetches the cache lines of first[0 : count] for reading. Always inlined: it is compiled
 // into both the baseline and the AVX2 translation units (see common/macros.h).
 template <typename T>

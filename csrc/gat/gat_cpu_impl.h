@@ -30,8 +30,6 @@ namespace galfast {
 namespace GALFAST_CPU_ISA {
 namespace {
 
-constexpr int64_t kPrefetchEdges = 8;  // how far ahead of the current edge rows are fetched
-
 // Per-thread scratch for one row's attention terms (grown to the largest row seen).
 template <typename T>
 T* row_scratch(int64_t size) {
@@ -46,17 +44,6 @@ T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
 #pragma omp simd reduction(+ : s)
   for (int64_t f = 0; f < n; ++f) s += a[f] * b[f];
   return s;
-}
-
-// Runs body(r) for r in [0, num_rows), edge-balanced and dynamically scheduled.
-template <typename Body>
-void for_each_row(const int64_t* ptr, int64_t num_rows, Body body) {
-  const std::vector<int64_t> chunks = balanced_row_chunks(ptr, num_rows, 16 * max_threads());
-  const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
-#pragma omp parallel for schedule(dynamic, 1) num_threads(max_threads())
-  for (int64_t c = 0; c < num_chunks; ++c) {
-    for (int64_t r = chunks[c]; r < chunks[c + 1]; ++r) body(r);
-  }
 }
 
 // The rows one head gathers along a row's (or column's) edges: edge d reads
@@ -261,7 +248,7 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
     grad_src[k] = sum;
     for (int64_t d = 0; d < degree; ++d) {
       if (d + kPrefetchEdges < degree) {
-        __builtin_prefetch(edge_grad + edge_of[d + kPrefetchEdges] * H + k, 1);
+        prefetch_line<true>(edge_grad + edge_of[d + kPrefetchEdges] * H + k);
       }
       edge_grad[edge_of[d] * H + k] = dz[d];
     }

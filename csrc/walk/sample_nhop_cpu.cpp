@@ -11,14 +11,15 @@
 #include <cstdint>
 
 #include "common/parallel.h"
-#include "walk/nhop_walker.h"
+#include "common/prefetch.h"
 #include "walk/sample_nhop.h"
+#include "walk/sample_nhop_row.h"
 
 namespace galfast {
 namespace {
 
-// Measured on MovieLens-1M-sized graphs (docs/bench_walk.md): 8 walkers leave latency
-// exposed, 32 hide it, 64 gain nothing more.
+// Measured on MovieLens-1M-sized graphs (docs/benchmarks.md, "n-hop walks"): 8 walkers leave
+// latency exposed, 32 hide it, 64 gain nothing more.
 constexpr int kRing = 32;
 constexpr int64_t kChunk = 1024;
 // A parallel region costs a thread wake-up: microseconds on an idle machine, a whole scheduler
@@ -29,12 +30,6 @@ constexpr double kHopsPerThread = 65536;
 // Row offsets up to this size are read without a separate prefetched phase: cheaper on
 // graphs like MovieLens-1M (40 KB of offsets), slower on graphs whose offsets miss the cache.
 constexpr int64_t kCachedOffsetsBytes = 512 * 1024;
-
-inline void prefetch(const void* address) {
-#if defined(__GNUC__) || defined(__clang__)
-  __builtin_prefetch(address);
-#endif
-}
 
 // The first-draw blocks of the latest walk group at each hop. Four consecutive walks share a
 // block (sample_nhop.h), and the ring launches walks in order and moves them a hop per visit,
@@ -87,9 +82,9 @@ class WalkRing {
             walker_read_row(w, g_, blocks_);
         }
         if (w.phase == NhopWalker<Index>::kRow) {
-          prefetch(g_.out_ptr + w.cur);
+          prefetch_line(g_.out_ptr + w.cur);
         } else if (w.phase == NhopWalker<Index>::kNeighbour) {
-          prefetch(g_.out_nbr + w.slot);
+          prefetch_line(g_.out_nbr + w.slot);
         } else {
           walker_store(w, p_, index_[r]);
           live -= 1 - launch(r);
@@ -110,11 +105,11 @@ class WalkRing {
       ++next_;
       if (offsets_cached_) walker_read_row(w, g_, blocks_);
       if (w.phase == NhopWalker<Index>::kRow) {
-        prefetch(g_.out_ptr + w.cur);
+        prefetch_line(g_.out_ptr + w.cur);
         return 1;
       }
       if (w.phase == NhopWalker<Index>::kNeighbour) {
-        prefetch(g_.out_nbr + w.slot);
+        prefetch_line(g_.out_nbr + w.slot);
         return 1;
       }
       walker_store(w, p_, index_[r]);  // no usable first step: failed at once

@@ -1,12 +1,12 @@
 // CUDA n-hop walks. Thread mapping: one thread per walk; it runs the shared walker state
-// machine (nhop_walker.h) phase after phase until the walk is done, then writes its end and
+// machine (sample_nhop_row.h) phase after phase until the walk is done, then writes its end and
 // path. The path and swap map live in the thread's registers and local memory; neighbouring
 // threads take neighbouring walks, so the reads of starts and the writes of end coalesce.
 #include <cstdint>
 
 #include "common/cuda_check.h"
-#include "walk/nhop_walker.h"
 #include "walk/sample_nhop.h"
+#include "walk/sample_nhop_row.h"
 
 namespace galfast {
 namespace {

@@ -7,32 +7,98 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from galfast._dtypes import accumulation_dtype, check_float_dtype
+from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
+from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing
-from galfast.ops._kernels import (
-    MODE_MASKED_SUM,
-    MODE_MAX,
-    MODE_SUM,
-    launch_sddmm_csr,
-    launch_spmm_csr,
-    sddmm_csr,
-    spmm_csr,
-)
+from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["aggregate"]
 
 _REDUCES = ("sum", "mean", "max")
 _NORMS = (None, "gcn")
+# Custom ops take modes as ints; these are _C.AggMode's values.
+_SUM, _MAX, _MASKED_SUM = (int(m) for m in (_C.AggMode.SUM, _C.AggMode.MAX, _C.AggMode.MASKED_SUM))
 
 
+# ---------------------------------------------------------------- kernels (csrc/aggregate)
+def _aggregate_outputs(rowptr: Tensor, x: Tensor, mode: int) -> tuple[Tensor, Tensor]:
+    """(out [num_rows, F], arg): arg is [num_rows, F] for max, else empty."""
+    num_rows = rowptr.size(0) - 1
+    arg_shape = (num_rows, x.size(1)) if mode == _MAX else (0,)
+    return x.new_empty(num_rows, x.size(1)), x.new_empty(arg_shape, dtype=torch.long)
+
+
+def launch_aggregate(
+    rowptr: Tensor,
+    col: Tensor,
+    edge_id: Optional[Tensor],
+    weight: Optional[Tensor],
+    row_scale: Optional[Tensor],
+    col_scale: Optional[Tensor],
+    hub_rows: Tensor,
+    x: Tensor,
+    mask_arg: Optional[Tensor],
+    mode: int,
+) -> tuple[Tensor, Tensor]:
+    """out[r] = reduce_e w_e * x[col[e]] over CSR row r; returns (out, arg) where arg holds the
+    winning edge id for max and is empty otherwise (csrc/aggregate/aggregate.h)."""
+    out, arg = _aggregate_outputs(rowptr, x, mode)
+    p = _C.AggregateParams()
+    p.rowptr, p.col, p.edge_id = ptr(rowptr), ptr(col), ptr(edge_id)
+    p.weight, p.row_scale, p.col_scale = ptr(weight), ptr(row_scale), ptr(col_scale)
+    p.x, p.out, p.arg, p.mask_arg = ptr(x), ptr(out), ptr(arg), ptr(mask_arg)
+    p.hub_rows, p.num_hub_rows = ptr(hub_rows), hub_rows.numel()  # CUDA only; empty on CPU
+    p.num_rows, p.num_cols, p.num_features = rowptr.numel() - 1, x.size(0), x.size(1)
+    p.mode = _C.AggMode(mode)
+    p.dtype = kernel_dtype(x.dtype)
+    run_kernel("aggregate", p, x.device)
+    return out, arg
+
+
+def _edge_grad_outputs(col: Tensor, x: Tensor) -> Tensor:
+    """grad_weight [num_edges]."""
+    return x.new_empty(col.size(0))
+
+
+def launch_edge_grad(
+    rowptr: Tensor,
+    row: Tensor,
+    col: Tensor,
+    row_scale: Optional[Tensor],
+    col_scale: Optional[Tensor],
+    grad_out: Tensor,
+    x: Tensor,
+    arg: Optional[Tensor],
+) -> Tensor:
+    """grad_w[e] = row_scale[r] col_scale[c] <grad_out[r], x[c]> per CSR edge e = (c -> r),
+    counting only the features whose max arg is e when `arg` is given (an SDDMM)."""
+    grad_w = _edge_grad_outputs(col, x)
+    p = _C.EdgeGradParams()
+    p.rowptr, p.row, p.col = ptr(rowptr), ptr(row), ptr(col)
+    p.row_scale, p.col_scale = ptr(row_scale), ptr(col_scale)
+    p.grad_out, p.x, p.arg, p.grad_weight = ptr(grad_out), ptr(x), ptr(arg), ptr(grad_w)
+    p.num_edges, p.num_rows, p.num_cols = col.numel(), rowptr.numel() - 1, x.size(0)
+    p.num_features = x.size(1)
+    p.dtype = kernel_dtype(x.dtype)
+    run_kernel("edge_grad", p, x.device)
+    return grad_w
+
+
+# The kernels as traceable ops, for the backward under torch.compile. `galfast::aggregate` is
+# the differentiable op below, so aggregate's kernel op carries a suffix.
+_aggregate_kernel_op = kernel_op("aggregate_kernel", launch_aggregate, _aggregate_outputs)
+_edge_grad_op = kernel_op("edge_grad", launch_edge_grad, _edge_grad_outputs)
+
+
+# ---------------------------------------------------------------- the differentiable op
 def _aggregate_forward(
     rowptr: Tensor,
     col: Tensor,
     row: Tensor,
     hub_rows: Tensor,
     colptr: Tensor,
-    csc_col: Tensor,
+    csc_row: Tensor,
     csc_edge_id: Tensor,
     csc_hub_rows: Tensor,
     x: Tensor,
@@ -41,33 +107,13 @@ def _aggregate_forward(
     col_scale: Optional[Tensor],
     mode: int,
 ) -> tuple[Tensor, Tensor]:
-    return launch_spmm_csr(
+    """The aggregate kernel on the graph; the other inputs (row, the transpose) are for backward."""
+    return launch_aggregate(
         rowptr, col, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
     )
 
 
-_aggregate_op = torch.library.custom_op("galfast::aggregate", mutates_args=())(_aggregate_forward)
-
-
-@_aggregate_op.register_fake
-def _(
-    rowptr,
-    col,
-    row,
-    hub_rows,
-    colptr,
-    csc_col,
-    csc_edge_id,
-    csc_hub_rows,
-    x,
-    edge_weight,
-    row_scale,
-    col_scale,
-    mode,
-):
-    num_rows = rowptr.size(0) - 1
-    arg_shape = (num_rows, x.size(1)) if mode == MODE_MAX else (0,)
-    return x.new_empty(num_rows, x.size(1)), x.new_empty(arg_shape, dtype=torch.long)
+_aggregate_op = kernel_op("aggregate", _aggregate_forward, _aggregate_outputs)
 
 
 def _setup_context(ctx, inputs, output):
@@ -82,7 +128,7 @@ def _backward(ctx, grad_out, _grad_arg):
         row,
         _hub_rows,
         colptr,
-        csc_col,
+        csc_row,
         csc_edge_id,
         csc_hub_rows,
         x,
@@ -92,15 +138,17 @@ def _backward(ctx, grad_out, _grad_arg):
         arg,
     ) = ctx.saved_tensors
     grad_out = grad_out.contiguous()
-    is_max = ctx.mode == MODE_MAX
+    is_max = ctx.mode == _MAX
     eager = getattr(ctx, "eager", False)
-    spmm, sddmm = (launch_spmm_csr, launch_sddmm_csr) if eager else (spmm_csr, sddmm_csr)
+    aggregate_kernel, edge_grad = (
+        (launch_aggregate, launch_edge_grad) if eager else (_aggregate_kernel_op, _edge_grad_op)
+    )
     grad_x = grad_w = None
     if ctx.needs_input_grad[8]:
         # The same kernel on the transpose: source j gathers from its targets; scales swap sides.
-        grad_x, _ = spmm(
+        grad_x, _ = aggregate_kernel(
             colptr,
-            csc_col,
+            csc_row,
             csc_edge_id,
             edge_weight,
             col_scale,
@@ -108,10 +156,12 @@ def _backward(ctx, grad_out, _grad_arg):
             csc_hub_rows,
             grad_out,
             arg if is_max else None,
-            MODE_MASKED_SUM if is_max else MODE_SUM,
+            _MASKED_SUM if is_max else _SUM,
         )
     if edge_weight is not None and ctx.needs_input_grad[9]:
-        grad_w = sddmm(rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None)
+        grad_w = edge_grad(
+            rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None
+        )
     return (None,) * 8 + (grad_x, grad_w, None, None, None)
 
 
@@ -204,21 +254,21 @@ def aggregate(
         row_scale = mean if row_scale is None else row_scale * mean
     on_cuda = x.device.type == "cuda"
     empty = graph.rowptr.new_empty(0)
-    colptr, csc_col, csc_edge_id = graph.csc
+    csc = graph.csc
     op = _aggregate_op if tracing() else _AggregateEager.apply
     out, _ = op(
         graph.rowptr,
         graph.col,
         graph.row,
         graph.hub_rows() if on_cuda else empty,
-        colptr,
-        csc_col,
-        csc_edge_id,
+        csc.colptr,
+        csc.row,
+        csc.edge_id,
         graph.hub_rows(transposed=True) if on_cuda else empty,
         x,
         edge_weight,
         row_scale,
         col_scale,
-        MODE_MAX if reduce == "max" else MODE_SUM,
+        _MAX if reduce == "max" else _SUM,
     )
     return out

@@ -12,11 +12,11 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from galfast._dtypes import accumulation_dtype, check_float_dtype, dtype_code
+from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing
-from galfast.ops._kernels import _ptr, _require_cuda_build, _stream, sync_cpu_threads
+from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["gat_aggregate"]
 
@@ -27,10 +27,17 @@ def _sizes(
     params.num_edges, params.num_rows, params.num_cols = col.numel(), rowptr.numel() - 1, h.size(0)
     params.heads, params.features = h.size(1), h.size(2)
     params.negative_slope, params.dropout, params.seed = negative_slope, dropout, seed
-    params.dtype = dtype_code(h.dtype)
+    params.dtype = kernel_dtype(h.dtype)
 
 
-def _launch_gat_forward(
+def _gat_forward_outputs(rowptr: Tensor, h: Tensor) -> tuple[Tensor, Tensor]:
+    """(out [num_rows, H, F], lse [num_rows, H] in the accumulation dtype)."""
+    num_rows = rowptr.size(0) - 1
+    out = h.new_empty(num_rows, h.size(1), h.size(2))
+    return out, h.new_empty(num_rows, h.size(1), dtype=accumulation_dtype(h.dtype))
+
+
+def launch_gat_forward(
     rowptr: Tensor,
     col: Tensor,
     colptr: Tensor,
@@ -44,45 +51,23 @@ def _launch_gat_forward(
     seed: int,
 ) -> tuple[Tensor, Tensor]:
     """(out [N, H, F], lse [N, H]) of csrc/gat/gat.h; the CSC arguments are for backward."""
-    num_rows = rowptr.numel() - 1
-    out = h.new_empty(num_rows, h.size(1), h.size(2))
-    lse = h.new_empty(num_rows, h.size(1), dtype=accumulation_dtype(h.dtype))
+    out, lse = _gat_forward_outputs(rowptr, h)
     p = _C.GatParams()
-    p.rowptr, p.col, p.h = _ptr(rowptr), _ptr(col), _ptr(h)
-    p.alpha_src, p.alpha_dst, p.out, p.lse = _ptr(alpha_src), _ptr(alpha_dst), _ptr(out), _ptr(lse)
+    p.rowptr, p.col, p.h = ptr(rowptr), ptr(col), ptr(h)
+    p.alpha_src, p.alpha_dst, p.out, p.lse = ptr(alpha_src), ptr(alpha_dst), ptr(out), ptr(lse)
     _sizes(p, rowptr, col, h, negative_slope, dropout, seed)
-    if h.device.type == "cuda":
-        _require_cuda_build()
-        _C.gat_forward_cuda(p, _stream(h.device))
-    else:
-        sync_cpu_threads()
-        _C.gat_forward_cpu(p)
+    run_kernel("gat_forward", p, h.device)
     return out, lse
 
 
-_gat_forward = torch.library.custom_op("galfast::gat_forward", mutates_args=())(_launch_gat_forward)
+def _gat_backward_outputs(
+    h: Tensor, alpha_src: Tensor, alpha_dst: Tensor
+) -> tuple[Tensor, Tensor, Tensor]:
+    """(grad_h, grad_alpha_src, grad_alpha_dst), shaped as their inputs."""
+    return torch.empty_like(h), torch.empty_like(alpha_src), torch.empty_like(alpha_dst)
 
 
-@_gat_forward.register_fake
-def _(
-    rowptr,
-    col,
-    colptr,
-    csc_row,
-    csc_edge_id,
-    h,
-    alpha_src,
-    alpha_dst,
-    negative_slope,
-    dropout,
-    seed,
-):
-    num_rows = rowptr.size(0) - 1
-    out = h.new_empty(num_rows, h.size(1), h.size(2))
-    return out, h.new_empty(num_rows, h.size(1), dtype=accumulation_dtype(h.dtype))
-
-
-def _launch_gat_backward(
+def launch_gat_backward(
     rowptr: Tensor,
     col: Tensor,
     colptr: Tensor,
@@ -99,53 +84,24 @@ def _launch_gat_backward(
     seed: int,
 ) -> tuple[Tensor, Tensor, Tensor]:
     """(grad_h, grad_alpha_src, grad_alpha_dst) of csrc/gat/gat.h."""
-    grad_h, grad_src, grad_dst = (
-        torch.empty_like(h),
-        torch.empty_like(alpha_src),
-        torch.empty_like(alpha_dst),
-    )
+    grad_h, grad_src, grad_dst = _gat_backward_outputs(h, alpha_src, alpha_dst)
     delta = torch.empty_like(lse)
     edge_grad = lse.new_empty(col.numel(), h.size(1))  # transient [E, H] workspace
     p = _C.GatBackwardParams()
-    p.rowptr, p.col, p.colptr = _ptr(rowptr), _ptr(col), _ptr(colptr)
-    p.csc_row, p.csc_edge_id = _ptr(csc_row), _ptr(csc_edge_id)
-    p.h, p.alpha_src, p.alpha_dst = _ptr(h), _ptr(alpha_src), _ptr(alpha_dst)
-    p.out, p.lse, p.grad_out = _ptr(out), _ptr(lse), _ptr(grad_out)
-    p.delta, p.edge_grad = _ptr(delta), _ptr(edge_grad)
-    p.grad_h, p.grad_alpha_src, p.grad_alpha_dst = _ptr(grad_h), _ptr(grad_src), _ptr(grad_dst)
+    p.rowptr, p.col, p.colptr = ptr(rowptr), ptr(col), ptr(colptr)
+    p.csc_row, p.csc_edge_id = ptr(csc_row), ptr(csc_edge_id)
+    p.h, p.alpha_src, p.alpha_dst = ptr(h), ptr(alpha_src), ptr(alpha_dst)
+    p.out, p.lse, p.grad_out = ptr(out), ptr(lse), ptr(grad_out)
+    p.delta, p.edge_grad = ptr(delta), ptr(edge_grad)
+    p.grad_h, p.grad_alpha_src, p.grad_alpha_dst = ptr(grad_h), ptr(grad_src), ptr(grad_dst)
     _sizes(p, rowptr, col, h, negative_slope, dropout, seed)
-    if h.device.type == "cuda":
-        _require_cuda_build()
-        _C.gat_backward_cuda(p, _stream(h.device))
-    else:
-        sync_cpu_threads()
-        _C.gat_backward_cpu(p)
+    run_kernel("gat_backward", p, h.device)
     return grad_h, grad_src, grad_dst
 
 
-_gat_backward = torch.library.custom_op("galfast::gat_backward", mutates_args=())(
-    _launch_gat_backward
-)
-
-
-@_gat_backward.register_fake
-def _(
-    rowptr,
-    col,
-    colptr,
-    csc_row,
-    csc_edge_id,
-    h,
-    alpha_src,
-    alpha_dst,
-    out,
-    lse,
-    grad_out,
-    negative_slope,
-    dropout,
-    seed,
-):
-    return torch.empty_like(h), torch.empty_like(alpha_src), torch.empty_like(alpha_dst)
+# The forward kernel's op is the differentiable op; its backward runs the backward kernel's op.
+_gat_forward_op = kernel_op("gat_forward", launch_gat_forward, _gat_forward_outputs)
+_gat_backward_op = kernel_op("gat_backward", launch_gat_backward, _gat_backward_outputs)
 
 
 def _setup_context(ctx, inputs, output):
@@ -155,13 +111,13 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_out, _grad_lse):
-    backward = _launch_gat_backward if getattr(ctx, "eager", False) else _gat_backward
+    backward = launch_gat_backward if getattr(ctx, "eager", False) else _gat_backward_op
     grads = backward(*ctx.saved_tensors, grad_out.contiguous(), *ctx.attention)
     return (None,) * 5 + grads + (None, None, None)
 
 
-_gat_forward.register_autograd(_backward, setup_context=_setup_context)
-_GatEager = eager_function(_launch_gat_forward, _setup_context, _backward)
+_gat_forward_op.register_autograd(_backward, setup_context=_setup_context)
+_GatEager = eager_function(launch_gat_forward, _setup_context, _backward)
 
 
 def _check_inputs(
@@ -254,14 +210,14 @@ def gat_aggregate(
     _check_inputs(graph, h, alpha_src, alpha_dst, negative_slope, dropout, seed)
     if seed is None:
         seed = int(torch.randint(0, 2**62, ())) if dropout > 0 else 0
-    colptr, csc_row, csc_edge_id = graph.csc
-    op = _gat_forward if tracing() else _GatEager.apply
+    csc = graph.csc
+    op = _gat_forward_op if tracing() else _GatEager.apply
     out, _ = op(
         graph.rowptr,
         graph.col,
-        colptr,
-        csc_row,
-        csc_edge_id,
+        csc.colptr,
+        csc.row,
+        csc.edge_id,
         h.contiguous(),
         alpha_src.contiguous(),
         alpha_dst.contiguous(),

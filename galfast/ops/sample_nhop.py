@@ -9,14 +9,14 @@ from torch import Tensor
 
 from galfast._native import _C
 from galfast.graph import Graph
-from galfast.ops._kernels import _require_cuda_build, _stream, sync_cpu_threads
+from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["sample_nhop"]
 
-MODES = {"paper": 0, "simple": 1, "exact": 2}
+# mode name -> _C.WalkMode value (custom ops take ints): {"paper": 0, "simple": 1, "exact": 2}
+MODES = {name.lower(): int(mode) for name, mode in _C.WalkMode.__members__.items()}
 MAX_HOPS = int(_C.NHOP_MAX_HOPS)
 MAX_EXACT_HOPS = int(_C.NHOP_MAX_EXACT_HOPS)
-_INDEX_INT32, _INDEX_INT64 = 0, 1
 _UINT32 = 2**32
 
 
@@ -51,9 +51,9 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
             raise ValueError(
                 f"sample_nhop supports graphs with < 2^32 edges, got {graph.num_edges}"
             )
-        colptr, targets, edge_id = graph.csc
+        csc = graph.csc
         out_ptr, out_nbr = _sorted_distinct_rows(
-            colptr, graph.col[edge_id], targets, graph.num_nodes
+            csc.colptr, graph.col[csc.edge_id], csc.row, graph.num_nodes
         )
         in_ptr, in_nbr = _sorted_distinct_rows(graph.rowptr, graph.row, graph.col, graph.num_nodes)
         undirected = torch.equal(out_ptr, in_ptr) and torch.equal(out_nbr, in_nbr)
@@ -66,8 +66,14 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     return graph.cached(("sample_nhop", "adjacency"), build)
 
 
-@torch.library.custom_op("galfast::sample_nhop", mutates_args=())
-def _sample_nhop_op(
+def _sample_nhop_outputs(starts: Tensor, hops: int, return_paths: bool) -> tuple[Tensor, Tensor]:
+    """(end [B], paths [B, hops + 1], or [0, hops + 1] without return_paths), int64."""
+    num_walks = starts.size(0)
+    end = starts.new_empty(num_walks, dtype=torch.long)
+    return end, starts.new_empty((num_walks if return_paths else 0, hops + 1), dtype=torch.long)
+
+
+def launch_sample_nhop(
     out_ptr: Tensor,
     out_nbr: Tensor,
     in_ptr: Tensor,
@@ -81,48 +87,22 @@ def _sample_nhop_op(
     max_retries: int,
     return_paths: bool,
 ) -> tuple[Tensor, Tensor]:
-    num_walks = starts.numel()
-    end = torch.empty(num_walks, dtype=torch.long, device=starts.device)
-    paths = torch.empty(
-        (num_walks if return_paths else 0, hops + 1), dtype=torch.long, device=starts.device
-    )
+    """(end, paths) of csrc/walk/sample_nhop.h; the seed comes in 32-bit halves (ops take int64)."""
+    end, paths = _sample_nhop_outputs(starts, hops, return_paths)
     p = _C.SampleNhopParams()
-    p.out_ptr, p.out_nbr = out_ptr.data_ptr(), out_nbr.data_ptr()
-    p.in_ptr, p.in_nbr = in_ptr.data_ptr(), in_nbr.data_ptr()
-    p.starts, p.end = starts.data_ptr(), end.data_ptr()
-    p.paths = paths.data_ptr() if return_paths else 0
-    p.num_nodes, p.num_walks = out_ptr.numel() - 1, num_walks
+    p.out_ptr, p.out_nbr, p.in_ptr, p.in_nbr = ptr(out_ptr), ptr(out_nbr), ptr(in_ptr), ptr(in_nbr)
+    p.starts, p.end = ptr(starts), ptr(end)
+    p.paths = ptr(paths) if return_paths else 0
+    p.num_nodes, p.num_walks = out_ptr.numel() - 1, starts.numel()
     p.walk_offset, p.seed = walk_offset, (seed_hi << 32) | seed_lo
     p.hops, p.max_retries = hops, max_retries
     p.mode = _C.WalkMode(mode)
-    p.index_type = _C.IndexType(_INDEX_INT32 if out_nbr.dtype == torch.int32 else _INDEX_INT64)
-    if starts.device.type == "cuda":
-        _require_cuda_build()
-        _C.sample_nhop_cuda(p, _stream(starts.device))
-    else:
-        sync_cpu_threads()
-        _C.sample_nhop_cpu(p)
+    p.index_type = _C.IndexType.INT32 if out_nbr.dtype == torch.int32 else _C.IndexType.INT64
+    run_kernel("sample_nhop", p, starts.device)
     return end, paths
 
 
-@_sample_nhop_op.register_fake
-def _(
-    out_ptr,
-    out_nbr,
-    in_ptr,
-    in_nbr,
-    starts,
-    hops,
-    seed_lo,
-    seed_hi,
-    walk_offset,
-    mode,
-    max_retries,
-    return_paths,
-):
-    num_walks = starts.size(0)
-    end = starts.new_empty(num_walks, dtype=torch.long)
-    return end, starts.new_empty((num_walks if return_paths else 0, hops + 1), dtype=torch.long)
+_sample_nhop_op = kernel_op("sample_nhop", launch_sample_nhop, _sample_nhop_outputs)
 
 
 def _check_int(name: str, value, low: int, high: int) -> None:

@@ -1,0 +1,80 @@
+// Python glue of the aggregation kernels (aggregate.h): galfast._C.AggMode, AggregateParams,
+// EdgeGradParams, aggregate_cpu/_cuda and edge_grad_cpu/_cuda.
+#include "aggregate/aggregate.h"
+#include "bind.h"
+
+namespace galfast {
+namespace {
+
+void check(const AggregateParams& p) {
+  require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0, "aggregate: negative size");
+  require(p.rowptr, "aggregate: rowptr not set");
+  const bool has_x = p.num_cols > 0 && p.num_features > 0;
+  const bool has_out = p.num_rows > 0 && p.num_features > 0;
+  require(p.x || !has_x, "aggregate: x not set");
+  require(p.out || !has_out, "aggregate: out not set");
+  require(p.mode != AggMode::kMax || p.arg || !has_out, "aggregate: max needs arg");
+  require(p.mode != AggMode::kMaskedSum || p.mask_arg || !has_x,
+          "aggregate: masked sum needs mask_arg");
+}
+
+void check(const EdgeGradParams& p) {
+  require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0 && p.num_edges >= 0,
+          "edge_grad: negative size");
+  require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)),
+          "edge_grad: pointers not set");
+}
+
+}  // namespace
+
+void bind_aggregate(py::module_& m) {
+  m.attr("HUB_DEGREE") = kHubDegree;
+  py::enum_<AggMode>(m, "AggMode")
+      .value("SUM", AggMode::kSum)
+      .value("MAX", AggMode::kMax)
+      .value("MASKED_SUM", AggMode::kMaskedSum);
+
+  py::class_<AggregateParams> agg(m, "AggregateParams");
+  agg.def(py::init<>())
+      .def_readwrite("num_hub_rows", &AggregateParams::num_hub_rows)
+      .def_readwrite("num_rows", &AggregateParams::num_rows)
+      .def_readwrite("num_cols", &AggregateParams::num_cols)
+      .def_readwrite("num_features", &AggregateParams::num_features)
+      .def_readwrite("mode", &AggregateParams::mode)
+      .def_readwrite("dtype", &AggregateParams::dtype);
+  pointer_field(agg, "rowptr", &AggregateParams::rowptr);
+  pointer_field(agg, "col", &AggregateParams::col);
+  pointer_field(agg, "edge_id", &AggregateParams::edge_id);
+  pointer_field(agg, "weight", &AggregateParams::weight);
+  pointer_field(agg, "row_scale", &AggregateParams::row_scale);
+  pointer_field(agg, "col_scale", &AggregateParams::col_scale);
+  pointer_field(agg, "x", &AggregateParams::x);
+  pointer_field(agg, "out", &AggregateParams::out);
+  pointer_field(agg, "arg", &AggregateParams::arg);
+  pointer_field(agg, "mask_arg", &AggregateParams::mask_arg);
+  pointer_field(agg, "hub_rows", &AggregateParams::hub_rows);
+
+  py::class_<EdgeGradParams> eg(m, "EdgeGradParams");
+  eg.def(py::init<>())
+      .def_readwrite("num_edges", &EdgeGradParams::num_edges)
+      .def_readwrite("num_rows", &EdgeGradParams::num_rows)
+      .def_readwrite("num_cols", &EdgeGradParams::num_cols)
+      .def_readwrite("num_features", &EdgeGradParams::num_features)
+      .def_readwrite("dtype", &EdgeGradParams::dtype);
+  pointer_field(eg, "rowptr", &EdgeGradParams::rowptr);
+  pointer_field(eg, "row", &EdgeGradParams::row);
+  pointer_field(eg, "col", &EdgeGradParams::col);
+  pointer_field(eg, "row_scale", &EdgeGradParams::row_scale);
+  pointer_field(eg, "col_scale", &EdgeGradParams::col_scale);
+  pointer_field(eg, "grad_out", &EdgeGradParams::grad_out);
+  pointer_field(eg, "x", &EdgeGradParams::x);
+  pointer_field(eg, "arg", &EdgeGradParams::arg);
+  pointer_field(eg, "grad_weight", &EdgeGradParams::grad_weight);
+
+  def_kernel<AggregateParams>(m, "aggregate", check, aggregate_cpu,
+                              GALFAST_CUDA_KERNEL(aggregate_cuda));
+  def_kernel<EdgeGradParams>(m, "edge_grad", check, edge_grad_cpu,
+                             GALFAST_CUDA_KERNEL(edge_grad_cuda));
+}
+
+}  // namespace galfast

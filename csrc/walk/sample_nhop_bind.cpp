@@ -1,0 +1,73 @@
+// Python glue of the n-hop walks (sample_nhop.h): galfast._C.WalkMode, IndexType,
+// SampleNhopParams, NHOP_MAX_HOPS, NHOP_MAX_EXACT_HOPS and sample_nhop_cpu/_cuda.
+#include <string>
+
+#include "bind.h"
+#include "walk/sample_nhop.h"
+
+namespace galfast {
+namespace {
+
+void check(const SampleNhopParams& p) {
+  require(p.num_nodes >= 0 && p.num_walks >= 0, "sample_nhop: negative size");
+  require(p.hops >= 1 && p.hops <= kMaxHops,
+          "sample_nhop: hops must lie in [1, " + std::to_string(kMaxHops) + "]");
+  require(p.mode == WalkMode::kPaper || p.mode == WalkMode::kSimple || p.mode == WalkMode::kExact,
+          "sample_nhop: unknown mode");
+  require(p.mode != WalkMode::kExact || p.hops <= kMaxExactHops,
+          "sample_nhop: exact mode supports hops <= " + std::to_string(kMaxExactHops));
+  require(p.index_type == IndexType::kInt32 || p.index_type == IndexType::kInt64,
+          "sample_nhop: unknown index type");
+  require(p.out_ptr && (p.num_walks == 0 || (p.out_nbr && p.starts && p.end)),
+          "sample_nhop: pointers not set");
+  require(p.mode != WalkMode::kExact || (p.in_ptr && p.in_nbr),
+          "sample_nhop: exact mode needs in_ptr/in_nbr");
+}
+
+// On the CPU the starts are host memory, so their range is cheap to check here too.
+void check_starts_cpu(const SampleNhopParams& p) {
+  for (int64_t i = 0; i < p.num_walks; ++i) {
+    if (p.starts[i] < 0 || p.starts[i] >= p.num_nodes) {
+      throw std::invalid_argument("sample_nhop: start " + std::to_string(p.starts[i]) +
+                                  " of walk " + std::to_string(i) + " is not a node id in [0, " +
+                                  std::to_string(p.num_nodes) + ")");
+    }
+  }
+}
+
+}  // namespace
+
+void bind_sample_nhop(py::module_& m) {
+  m.attr("NHOP_MAX_HOPS") = kMaxHops;
+  m.attr("NHOP_MAX_EXACT_HOPS") = kMaxExactHops;
+  py::enum_<WalkMode>(m, "WalkMode")
+      .value("PAPER", WalkMode::kPaper)
+      .value("SIMPLE", WalkMode::kSimple)
+      .value("EXACT", WalkMode::kExact);
+  py::enum_<IndexType>(m, "IndexType")
+      .value("INT32", IndexType::kInt32)
+      .value("INT64", IndexType::kInt64);
+
+  py::class_<SampleNhopParams> walk(m, "SampleNhopParams");
+  walk.def(py::init<>())
+      .def_readwrite("num_nodes", &SampleNhopParams::num_nodes)
+      .def_readwrite("num_walks", &SampleNhopParams::num_walks)
+      .def_readwrite("walk_offset", &SampleNhopParams::walk_offset)
+      .def_readwrite("seed", &SampleNhopParams::seed)
+      .def_readwrite("hops", &SampleNhopParams::hops)
+      .def_readwrite("max_retries", &SampleNhopParams::max_retries)
+      .def_readwrite("mode", &SampleNhopParams::mode)
+      .def_readwrite("index_type", &SampleNhopParams::index_type);
+  pointer_field(walk, "out_ptr", &SampleNhopParams::out_ptr);
+  pointer_field(walk, "out_nbr", &SampleNhopParams::out_nbr);
+  pointer_field(walk, "in_ptr", &SampleNhopParams::in_ptr);
+  pointer_field(walk, "in_nbr", &SampleNhopParams::in_nbr);
+  pointer_field(walk, "starts", &SampleNhopParams::starts);
+  pointer_field(walk, "end", &SampleNhopParams::end);
+  pointer_field(walk, "paths", &SampleNhopParams::paths);
+
+  def_kernel<SampleNhopParams>(m, "sample_nhop", check, sample_nhop_cpu,
+                               GALFAST_CUDA_KERNEL(sample_nhop_cuda), check_starts_cpu);
+}
+
+}  // namespace galfast

@@ -1,0 +1,68 @@
+"""What every op's launcher shares: raw pointers for the kernels' parameter structs, the one
+CPU-or-CUDA dispatch, and the registration of a launcher as a torch.library custom op.
+
+A launcher (``launch_<kernel>``) allocates its outputs, fills the kernel's ``_C.<Kernel>Params``
+with pointers and sizes, and calls :func:`run_kernel`. It is a plain function, called directly
+on the eager path, and the body of the custom op ``galfast::<kernel>`` (see
+:func:`kernel_op`), traced by torch.compile. Neither has autograd; each op module composes them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable, Optional
+
+import torch
+from torch import Tensor
+
+from galfast._native import _C
+
+__all__ = ["kernel_op", "ptr", "run_kernel", "sync_cpu_threads"]
+
+
+def ptr(t: Optional[Tensor]) -> int:
+    """The data pointer of `t` as an int for a params struct; 0 (null) for None."""
+    return 0 if t is None else t.data_ptr()
+
+
+def sync_cpu_threads() -> None:
+    """Makes galfast's OpenMP kernels use torch.get_num_threads() threads (call before a CPU
+    kernel: torch may run its own OpenMP runtime, which ours does not see)."""
+    n = torch.get_num_threads()
+    if _C.get_num_threads() != n:
+        _C.set_num_threads(n)
+
+
+def run_kernel(kernel: str, params, device: torch.device) -> None:
+    """Runs ``_C.<kernel>_cuda(params, stream)`` on the device's current stream when `device` is
+    a GPU, else ``_C.<kernel>_cpu(params)`` with torch's CPU thread count."""
+    if device.type == "cuda":
+        launch = getattr(_C, f"{kernel}_cuda", None)
+        if launch is None:
+            raise RuntimeError(
+                "this galfast build has no CUDA kernels (built without nvcc or with "
+                "GALFAST_CUDA=0); reinstall on a machine with the CUDA toolkit"
+            )
+        launch(params, torch.cuda.current_stream(device).cuda_stream)
+    else:
+        sync_cpu_threads()
+        getattr(_C, f"{kernel}_cpu")(params)
+
+
+def kernel_op(name: str, body: Callable, outputs: Callable) -> torch.library.CustomOpDef:
+    """Registers `body` as the custom op ``galfast::<name>`` (its schema read from the body's
+    signature, so the argument list is written once) with a fake kernel returning
+    ``outputs(...)``. `outputs` is the op's shape function: it allocates the op's outputs from
+    the body's arguments of the same names, and the body allocates its outputs with it too, so
+    the real and the traced shapes cannot drift apart."""
+    op = torch.library.custom_op(f"galfast::{name}", mutates_args=())(body)
+    signature = inspect.signature(body)
+    wanted = list(inspect.signature(outputs).parameters)
+
+    def fake(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return outputs(*(bound.arguments[arg] for arg in wanted))
+
+    op.register_fake(fake)
+    return op
