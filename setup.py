@@ -73,6 +73,26 @@ def running_cmake() -> str:
     return where.stderr.strip()
 
 
+def stable_pybind11_cmake_dir(folder: Path) -> str:
+    """pybind11's CMake directory, from a copy of the pybind11 package in `folder` named by its
+    version. pip builds in a fresh environment each time: headers at a new path change every
+    compile command, and ninja would then recompile every object after any edit."""
+    import pybind11
+
+    package = Path(pybind11.__file__).resolve().parent
+    cmake_dir = Path(pybind11.get_cmake_dir()).resolve()
+    if package not in cmake_dir.parents:  # a system pybind11: its path is stable already
+        return str(cmake_dir)
+    copy = folder / f"pybind11-{pybind11.__version__}"
+    if not copy.is_dir():
+        folder.mkdir(parents=True, exist_ok=True)
+        partial = folder / f"{copy.name}.partial"
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(package, partial, ignore=shutil.ignore_patterns("__pycache__"))
+        partial.rename(copy)
+    return str(copy / cmake_dir.relative_to(package))
+
+
 def ninja_program() -> str:
     ninja = shutil.which("ninja")
     if ninja is None:
@@ -89,15 +109,13 @@ class CMakeExtension(Extension):
 
 class CMakeBuild(build_ext):
     def build_extension(self, ext: CMakeExtension) -> None:
-        import pybind11
-
         out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
         cuda = {"0": "OFF", "1": "ON"}.get(os.environ.get("GALFAST_CUDA", ""), "AUTO")
         ninja = ninja_program()
         args = [
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}",
             f"-DPython_EXECUTABLE={sys.executable}",
-            f"-Dpybind11_DIR={pybind11.get_cmake_dir()}",
+            f"-Dpybind11_DIR={stable_pybind11_cmake_dir(Path(self.build_temp))}",
             f"-DCMAKE_BUILD_TYPE={os.environ.get('GALFAST_BUILD_TYPE', 'Release')}",
             f"-DGALFAST_VERSION={self.distribution.get_version()}",
             f"-DGALFAST_CUDA={cuda}",

@@ -100,3 +100,11 @@ def test_no_cache_nothing_to_drop(setup_module, tmp_path):
 @pytest.mark.skipif(shutil.which("cmake") is None, reason="needs cmake on PATH")
 def test_the_running_cmake_is_the_binary_a_cache_records(setup_module):
     assert Path(setup_module.running_cmake()).is_file()
+
+
+def test_pybind11_is_found_at_the_same_path_from_any_build_environment(setup_module, tmp_path):
+    # Its headers' path is part of every compile command: a path that changes with each pip
+    # build environment would make ninja recompile everything.
+    first = setup_module.stable_pybind11_cmake_dir(tmp_path)
+    assert (Path(first) / "pybind11Config.cmake").is_file()
+    assert setup_module.stable_pybind11_cmake_dir(tmp_path) == first
