@@ -36,7 +36,9 @@ for arg in "$@"; do
 done
 
 # The sanitizer runtimes must be loaded before anything else in a Python that was not built
-# with them. CPython and torch keep allocations alive until exit: leak checking stays off.
+# with them. CPython and torch keep allocations alive until exit: leak checking stays off. A
+# report aborts the process, so pytest captures only Python's streams (--capture=sys): the
+# report goes straight to stderr instead of into a capture file that is never printed.
 preload=()
 if [[ ",$sanitize," == *,address,* ]]; then
   preload+=("$("${CXX:-c++}" -print-file-name=libasan.so)")
@@ -48,4 +50,4 @@ cd "$out/pkg"
 LD_PRELOAD="${preload[*]}" \
   ASAN_OPTIONS="detect_leaks=0:verify_asan_link_order=0:abort_on_error=1:${ASAN_OPTIONS:-}" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}" \
-  python -m pytest -q -p no:cacheprovider --rootdir "$root" -c "$root/pyproject.toml" "${args[@]}"
+  python -m pytest -q -p no:cacheprovider --capture=sys --rootdir "$root" -c "$root/pyproject.toml" "${args[@]}"
