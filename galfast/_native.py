@@ -1,14 +1,71 @@
-"""Loads the compiled extension with a clear message when it is missing or mismatched."""
+"""Loads the compiled extension with a message that says what is wrong when it cannot."""
 
 from __future__ import annotations
 
+import importlib.machinery
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Optional
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def has_extension(package_dir: Path) -> bool:
+    """Whether `package_dir` holds a _C built for this interpreter."""
+    return any(
+        (package_dir / f"_C{suffix}").is_file() for suffix in importlib.machinery.EXTENSION_SUFFIXES
+    )
+
+
+def is_source_tree(package_dir: Path) -> bool:
+    """Whether `package_dir` is the galfast folder of a source checkout (not an install)."""
+    root = package_dir.parent
+    return (root / "setup.py").is_file() and (root / "CMakeLists.txt").is_file()
+
+
+def installed_elsewhere(package_dir: Path, search_path: Sequence[str]) -> Optional[Path]:
+    """Another galfast package on `search_path` that has its extension: the one the user
+    installed, hidden behind `package_dir` because that comes first on the path."""
+    for entry in search_path:
+        candidate = (Path(entry or ".") / "galfast").resolve()
+        if candidate != package_dir and has_extension(candidate):
+            return candidate
+    return None
+
+
+def missing_extension_message(
+    package_dir: Path, error: ImportError, search_path: Sequence[str]
+) -> str:
+    if not has_extension(package_dir) and is_source_tree(package_dir):
+        build_here = (
+            "or build the extension into this checkout with `pip install -e .` (or "
+            "`python setup.py build_ext --inplace`)."
+        )
+        installed = installed_elsewhere(package_dir, search_path)
+        if installed is not None:
+            return (
+                f"galfast was imported from the source checkout {package_dir}, which has no "
+                "compiled extension (galfast._C), because that folder comes first on sys.path "
+                "(it is the current directory or on PYTHONPATH); it hides the installed galfast "
+                f"at {installed}. Run Python from another directory to use the installed one, "
+                + build_here
+            )
+        return (
+            f"galfast was imported from the source checkout {package_dir}, which has no "
+            "compiled extension (galfast._C). Install it with `pip install .` and run Python "
+            "from another directory, " + build_here
+        )
+    return (
+        f"galfast's native extension (galfast._C) in {package_dir} is missing or failed to "
+        "load: reinstall galfast for this Python (`pip install .` from a source checkout). "
+        f"Original error: {error}"
+    )
+
+
 try:
     from galfast import _C
-except ImportError as err:  # pragma: no cover - exercised only on broken installs
-    raise ImportError(
-        "galfast's native extension (galfast._C) is missing or failed to load. Install galfast "
-        "with `pip install .` from a source checkout (it builds the C++/CUDA kernels), not by "
-        f"putting the source folder on sys.path. Original error: {err}"
-    ) from err
+except ImportError as err:
+    raise ImportError(missing_extension_message(PACKAGE_DIR, err, sys.path)) from err
 
 __all__ = ["_C"]
