@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import warnings
 import zipfile
 
 import torch
@@ -74,7 +75,10 @@ _UNREADABLE = (
 
 def _load_tensor(path: str, what: str) -> torch.Tensor:
     try:
-        value = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            # torch warns about some foreign pickles before failing on them: the error says it.
+            warnings.simplefilter("ignore", UserWarning)
+            value = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UsageError(f"{what}: no such file {path!r}") from None
     except _UNREADABLE as error:

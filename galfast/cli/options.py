@@ -47,7 +47,7 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         default = action.default
         if (
             "default" in text
-            or default is None
+            or default in (None, "", [], ())
             or default is argparse.SUPPRESS
             or isinstance(default, bool)
             or not action.option_strings

@@ -61,6 +61,7 @@ class ExperimentConfig:
             ("attacks", self._check_attacks),
             ("attackers", self._check_attackers),
             ("device", self._check_device),
+            ("cuda_graphs", self._check_cuda_graphs),
             ("dataset_options", self._check_dataset_options),
         ):
             try:
@@ -110,8 +111,10 @@ class ExperimentConfig:
     def _check_device(self) -> None:
         if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
             raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+
+    def _check_cuda_graphs(self) -> None:
         if self.cuda_graphs and self.device == "cpu":
-            raise ValueError("cuda_graphs needs a CUDA device")
+            raise ValueError(f"cuda_graphs needs a CUDA device, not {self.device!r}")
 
     def _check_dataset_options(self) -> None:
         keys = [key for key, _ in self.dataset_options]
