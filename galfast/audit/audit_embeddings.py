@@ -15,7 +15,14 @@ from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.stats import summarize
-from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, pair_nodes, parse_pairing
+from galfast.gal.pairing import (
+    WALK_MODES,
+    Pairing,
+    PairingSpec,
+    check_walkable,
+    pair_nodes,
+    parse_pairing,
+)
 from galfast.gal.seeding import derive_seed
 from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
@@ -156,6 +163,8 @@ def audit(
         )
     if walk_mode not in WALK_MODES:
         raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {walk_mode!r}")
+    for pairing in pairings:
+        check_walkable(pairing, walk_mode)
     if task_labels is not None:
         task_labels = torch.as_tensor(task_labels).to(z.device)
         if task_labels.dim() != 1 or task_labels.numel() != num_nodes:

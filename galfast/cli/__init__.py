@@ -1,6 +1,8 @@
 """The ``galfast`` command line: ``demo``, ``run``, ``sweep``, ``audit`` and ``tsne``.
 
-Every subcommand explains its options with ``galfast <command> --help``.
+Every subcommand explains its options with ``galfast <command> --help``. A mistake in the
+options or in the files they name prints one line, ``galfast <command>: error: ...``, naming
+the option to change, and exits with status 2 (as argparse does for malformed options).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from collections.abc import Sequence
 from typing import Optional
 
 from galfast.cli import audit_cmd, demo, run, sweep, tsne
+from galfast.cli.errors import UsageError
+from galfast.cli.options import HelpFormatter
 
 __all__ = ["build_parser", "main"]
 
@@ -24,17 +28,8 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (demo, run, sweep, audit_cmd, tsne):
         sub = module.add_parser(subparsers)
-        sub.formatter_class = _formatter(sub.formatter_class)
+        sub.formatter_class = HelpFormatter
     return parser
-
-
-def _formatter(base):
-    """Adds the defaults to every option's help while keeping the description's layout."""
-
-    class Formatter(argparse.ArgumentDefaultsHelpFormatter, base):
-        pass
-
-    return Formatter
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -42,6 +37,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except ValueError as error:
-        print(f"galfast {args.command}: error: {error}", file=sys.stderr)
+    except UsageError as error:
+        print(f"galfast {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"galfast {args.command}: interrupted", file=sys.stderr)
+        return 130

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import pickle
+import warnings
+import zipfile
 
 import torch
 
 from galfast.audit import audit, audit_split
 from galfast.audit.attackers import FAMILIES
-from galfast.cli.options import comma_list, pairing_list, positive_int, write_json
-from galfast.gal import SensitiveAttribute
+from galfast.cli.errors import UsageError
+from galfast.cli.files import check_writable, write_json
+from galfast.cli.options import comma_list, nonnegative_int, pairing_list, positive_int
+from galfast.gal import SensitiveAttribute, parse_pairing
 from galfast.graph import Graph
 
 __all__ = ["add_parser", "main"]
@@ -47,40 +52,110 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seeds", type=positive_int, default=3, help="audit repetitions")
     parser.add_argument("--epochs", type=positive_int, default=30, help="attacker epochs")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the split and the attackers")
+    parser.add_argument(
+        "--seed", type=nonnegative_int, default=0, help="seed of the split and the attackers"
+    )
     parser.add_argument("--json", default=None, help="also write the report as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(handler=main)
     return parser
 
 
+# What torch.load raises for a file that is not a tensor it can read: a truncated or foreign
+# file, a pickle of something else, a zip that is not torch's.
+_UNREADABLE = (
+    OSError,
+    EOFError,
+    RuntimeError,
+    ValueError,
+    pickle.UnpicklingError,
+    zipfile.BadZipFile,
+)
+
+
 def _load_tensor(path: str, what: str) -> torch.Tensor:
     try:
-        value = torch.load(path, map_location="cpu", weights_only=True)
+        with warnings.catch_warnings():
+            # torch warns about some foreign pickles before failing on them: the error says it.
+            warnings.simplefilter("ignore", UserWarning)
+            value = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
-        raise ValueError(f"{what}: no such file {path!r}") from None
+        raise UsageError(f"{what}: no such file {path!r}") from None
+    except _UNREADABLE as error:
+        reason = " ".join(str(error).split()[:30]) or type(error).__name__
+        raise UsageError(
+            f"{what}: cannot read {path!r} as a torch.save'd tensor ({reason})"
+        ) from None
     if not isinstance(value, torch.Tensor):
-        raise ValueError(f"{what}: {path!r} holds a {type(value).__name__}, not a tensor")
+        raise UsageError(f"{what}: {path!r} holds a {type(value).__name__}, not a tensor")
     return value
 
 
-def main(args: argparse.Namespace) -> int:
-    z = _load_tensor(args.embeddings, "embeddings")
-    labels = _load_tensor(args.labels, "--labels")
-    if labels.dim() != 1 or labels.is_floating_point() or labels.numel() != z.size(0):
-        raise ValueError(
-            f"--labels must be a [{z.size(0)}] integer tensor, got {list(labels.shape)} "
+def _embeddings(path: str) -> torch.Tensor:
+    z = _load_tensor(path, "EMBEDDINGS")
+    if z.dim() != 2 or not z.is_floating_point() or z.size(0) < 2 or z.size(1) < 1:
+        raise UsageError(
+            f"EMBEDDINGS {path!r}: expected an [N, D] floating-point tensor with N >= 2 and "
+            f"D >= 1, got {list(z.shape)} {z.dtype}"
+        )
+    if not bool(torch.isfinite(z).all()):
+        raise UsageError(f"EMBEDDINGS {path!r}: holds NaN or infinite values")
+    return z.float()
+
+
+def _labels(path: str, num_nodes: int) -> torch.Tensor:
+    labels = _load_tensor(path, "--labels")
+    if labels.dim() != 1 or labels.is_floating_point() or labels.is_complex():
+        raise UsageError(
+            f"--labels must be a [{num_nodes}] integer tensor, got {list(labels.shape)} "
             f"{labels.dtype}"
         )
-    graph = None
-    if args.graph is not None:
-        edge_index = _load_tensor(args.graph, "--graph")
-        graph = Graph.from_edge_index(edge_index.long(), z.size(0), symmetrize=True)
-    attacks = args.attacks or (["node", "neighbor"] if graph is not None else ["node"])
+    if labels.numel() != num_nodes:
+        raise UsageError(
+            f"--labels must be a [{num_nodes}] integer tensor (one per embedding row), got "
+            f"{list(labels.shape)} {labels.dtype}"
+        )
+    return labels.long()
+
+
+def _graph(path: str, num_nodes: int) -> Graph:
+    edge_index = _load_tensor(path, "--graph")
+    if (
+        edge_index.dim() != 2
+        or edge_index.size(0) != 2
+        or edge_index.is_floating_point()
+        or edge_index.is_complex()
+        or edge_index.dtype == torch.bool
+    ):
+        raise UsageError(
+            f"--graph {path!r}: expected a [2, E] integer edge_index, got "
+            f"{list(edge_index.shape)} {edge_index.dtype}"
+        )
+    edge_index = edge_index.long()
+    if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
+        raise UsageError(
+            f"--graph {path!r}: node ids must lie in [0, {num_nodes}) (one per embedding row), "
+            f"got [{int(edge_index.min())}, {int(edge_index.max())}]"
+        )
+    return Graph.from_edge_index(edge_index, num_nodes, symmetrize=True)
+
+
+def main(args: argparse.Namespace) -> int:
+    z = _embeddings(args.embeddings)
+    labels = _labels(args.labels, z.size(0))
+    attacks = args.attacks or (["node", "neighbor"] if args.graph is not None else ["node"])
+    walks = [a for a in attacks if parse_pairing(a).hops > 0]
+    if walks and args.graph is None:
+        raise UsageError(f"--attacks {','.join(walks)} needs --graph (the edge_index to walk)")
+    graph = _graph(args.graph, z.size(0)) if args.graph is not None else None
     nodes = (labels >= 0).nonzero().view(-1)
-    values = labels[nodes].long()
-    if nodes.numel() < 2:
-        raise ValueError("--labels must give at least two known values")
+    values = labels[nodes]
+    if nodes.numel() < 2 or values.unique().numel() < 2:
+        raise UsageError(
+            "--labels must give at least two known values (>= 0) of at least two classes"
+        )
+    if args.json:
+        check_writable(args.json, "--json")
     classes = int(values.max()) + 1
     kind = "binary" if classes <= 2 else "categorical"
     attribute = SensitiveAttribute(
@@ -92,7 +167,7 @@ def main(args: argparse.Namespace) -> int:
     )
     train_idx, test_idx = audit_split(nodes, args.seed)
     report = audit(
-        z.float(),
+        z,
         attribute,
         train_idx=train_idx,
         test_idx=test_idx,

@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from galfast.cli.options import device, nonnegative_float, positive_int, write_json
+from galfast.cli.files import check_writable, write_json
+from galfast.cli.options import (
+    device,
+    experiment_config,
+    nonnegative_float,
+    positive_int,
+    prepare_checked,
+)
 from galfast.cli.plots import plot_tradeoff
 from galfast.cli.summary import format_table, summarize_runs
-from galfast.experiments import ExperimentConfig, run_experiment
+from galfast.experiments import run_experiment
 
 __all__ = ["add_parser", "main"]
 
@@ -56,9 +63,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    rows, points, records = [], [], []
-    for lam in (0.0, args.lam):
-        config = ExperimentConfig(
+    configs = [
+        experiment_config(
             dataset="cora",
             encoder="gcn",
             distance=args.distance,
@@ -68,13 +74,20 @@ def main(args: argparse.Namespace) -> int:
             audit_seeds=args.audit_seeds,
             device=args.device,
         )
+        for lam in (0.0, args.lam)
+    ]
+    for name in ("demo.json", "tradeoff.png"):
+        check_writable(out / name, "--out")
+    prepare_checked(configs[0])
+    rows, points, records = [], [], []
+    for config in configs:
         if not args.quiet:
-            print(f"training on Cora with lambda = {lam:g} ...")
+            print(f"training on Cora with lambda = {config.lam:g} ...")
         record = run_experiment(config, progress=not args.quiet).record
         summary = _audit_summary(record)
         records.append(record)
-        rows.append(({"lambda": f"{lam:g}"}, summary))
-        points.append((lam, summary))
+        rows.append(({"lambda": f"{config.lam:g}"}, summary))
+        points.append((config.lam, summary))
     print()
     print(
         f"Cora, GCN, {args.distance}: task = link-prediction test AUC; attackers predict the "
@@ -85,7 +98,9 @@ def main(args: argparse.Namespace) -> int:
     chance = records[0]["baseline"]["node"]["macro_f1"]
     print(f"majority-class macro-F1: {chance:.3f}")
     write_json(out / "demo.json", {"runs": records, "summary": [s for _, s in rows]})
-    plot_tradeoff({args.distance: points}, out / "tradeoff.png", title="Cora GCN")
+    plot_tradeoff(
+        {args.distance: points}, out / "tradeoff.png", title="Cora GCN", ci_over="audit seeds"
+    )
     print(f"wrote {out / 'demo.json'} and {out / 'tradeoff.png'}")
     return 0
 

@@ -4,35 +4,64 @@ from __future__ import annotations
 
 import argparse
 import ast
-import json
 import os
-from pathlib import Path
+import pickle
+import zipfile
 from typing import Any
 
 import torch
 
 from galfast.audit.attackers import FAMILIES
-from galfast.datasets import DATASET_NAMES
+from galfast.cli.errors import UsageError, option_for
+from galfast.datasets import DATASET_NAMES, DatasetNotFoundError
+from galfast.experiments import ConfigError, ExperimentConfig, Prepared, prepare
 from galfast.experiments.encoders import ENCODERS
-from galfast.gal.pairing import parse_pairing
+from galfast.gal.pairing import check_walkable, parse_pairing
 
 __all__ = [
+    "HelpFormatter",
     "add_experiment_options",
     "comma_list",
     "config_kwargs",
+    "experiment_config",
     "dataset_option",
     "device",
     "float_list",
+    "int_at_least",
     "nonnegative_float",
     "nonnegative_int",
     "pairing",
     "pairing_list",
     "positive_int",
-    "write_json",
+    "prepare_checked",
 ]
 
 
-def _int_at_least(text: str, low: int) -> int:
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's layout and adds an option's default to its help, once: not
+    when the help already states it, not for flags or options without one, lists written as
+    they are typed (comma-separated)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        if (
+            "default" in text
+            or default in (None, "", [], ())
+            or default is argparse.SUPPRESS
+            or isinstance(default, bool)
+            or not action.option_strings
+        ):
+            return text
+        shown = (
+            ",".join(f"{v:g}" if isinstance(v, float) else str(v) for v in default)
+            if (isinstance(default, (list, tuple)))
+            else (f"{default:g}" if isinstance(default, float) else str(default))
+        )
+        return f"{text} (default: {shown.replace('%', '%%')})"
+
+
+def int_at_least(text: str, low: int) -> int:
     try:
         value = int(text)
     except ValueError:
@@ -43,11 +72,11 @@ def _int_at_least(text: str, low: int) -> int:
 
 
 def positive_int(text: str) -> int:
-    return _int_at_least(text, 1)
+    return int_at_least(text, 1)
 
 
 def nonnegative_int(text: str) -> int:
-    return _int_at_least(text, 0)
+    return int_at_least(text, 0)
 
 
 def nonnegative_float(text: str) -> float:
@@ -84,9 +113,12 @@ def comma_list(choices: tuple[str, ...]):
 
 
 def pairing(text: str) -> str:
-    """``node``, ``neighbor`` or ``nhop:N``, normalised to the trainer's pairing name."""
+    """``node``, ``neighbor`` or ``nhop:N`` (N at most the walk's limit in the default walk
+    mode, which training and the audit use), normalised to the trainer's pairing name."""
     try:
-        return parse_pairing(text).name
+        parsed = parse_pairing(text)
+        check_walkable(parsed, "paper")
+        return parsed.name
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -105,24 +137,35 @@ def device(text: str) -> str:
         raise argparse.ArgumentTypeError(f"expected cpu, cuda or cuda:N, got {text!r}")
     if text != "cpu" and not torch.cuda.is_available():
         raise argparse.ArgumentTypeError(f"--device {text}: no CUDA device is available")
+    index = text.partition(":")[2]
+    if index and (not index.isdigit() or int(index) >= torch.cuda.device_count()):
+        raise argparse.ArgumentTypeError(
+            f"--device {text}: the CUDA devices are cuda:0..cuda:{torch.cuda.device_count() - 1}"
+        )
     return text
 
 
 def dataset_option(text: str) -> tuple[str, Any]:
-    """``KEY=VALUE`` for the dataset loader; VALUE is read as a Python literal when it is one
-    (``num_users=500``), else kept as a string."""
+    """``KEY=VALUE`` for the dataset loader; VALUE is read as a number, True, False or None
+    when it is one (``num_users=500``), else kept as text."""
     key, sep, value = text.partition("=")
     if not sep or not key.isidentifier():
         raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
     try:
-        return key, ast.literal_eval(value)
-    except (ValueError, SyntaxError):
+        parsed = ast.literal_eval(value)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
         return key, value
+    if parsed is None or isinstance(parsed, (bool, int, float, str)):
+        return key, parsed
+    raise argparse.ArgumentTypeError(
+        f"{key}: expected a number, True, False, None or text, got {value!r}"
+    )
 
 
-def add_experiment_options(parser: argparse.ArgumentParser) -> None:
+def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = True) -> None:
     """The options that define a model and its training (not lambda or the distance, which
-    ``run`` takes one of and ``sweep`` takes lists of)."""
+    ``run`` takes one of and ``sweep`` takes lists of). ``seeds=False`` leaves out --seeds for
+    a command that trains one seed."""
     parser.add_argument(
         "--dataset",
         choices=DATASET_NAMES,
@@ -142,8 +185,8 @@ def add_experiment_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="extra dataset-loader argument, repeatable (e.g. num_users=1000 for "
-        "synthetic-movielens)",
+        help="extra dataset-loader argument, repeatable, the last of a KEY wins (e.g. "
+        "num_users=1000 for synthetic-movielens)",
     )
     parser.add_argument("--encoder", choices=ENCODERS, default="gcn", help="message-passing layer")
     parser.add_argument(
@@ -157,9 +200,10 @@ def add_experiment_options(parser: argparse.ArgumentParser) -> None:
         default="node",
         help="what the training adversary reads: node, neighbor or nhop:N",
     )
-    parser.add_argument(
-        "--seeds", type=positive_int, default=3, help="training seeds 0..K-1 (mean and 95%% CI)"
-    )
+    if seeds:
+        parser.add_argument(
+            "--seeds", type=positive_int, default=3, help="training seeds 0..K-1 (mean and 95%% CI)"
+        )
     parser.add_argument(
         "--epochs",
         type=positive_int,
@@ -217,7 +261,8 @@ def add_experiment_options(parser: argparse.ArgumentParser) -> None:
 
 
 def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    """ExperimentConfig fields from parsed experiment options (all but lam, distance, seed)."""
+    """ExperimentConfig fields from parsed experiment options (all but lam, distance, seed).
+    A repeated --option KEY keeps its last value."""
     return {
         "dataset": args.dataset,
         "root": args.root,
@@ -234,15 +279,47 @@ def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "adv_every": args.adv_every,
         "adv_schedule": args.adv_schedule,
         "pretrain_epochs": args.pretrain_epochs,
-        "dataset_options": tuple(sorted(args.option)),
+        "dataset_options": tuple(sorted(dict(args.option).items())),
     }
 
 
-def write_json(path: os.PathLike, data: Any) -> None:
-    """Writes ``data`` as JSON atomically: a temporary file in the same folder is renamed over
-    ``path``, so a reader (or a re-run) never sees a half-written file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, allow_nan=False))
-    os.replace(tmp, path)
+def experiment_config(**fields: Any) -> ExperimentConfig:
+    """An ExperimentConfig, its rejection a UsageError naming the option to change."""
+    try:
+        return ExperimentConfig(**fields)
+    except ConfigError as error:
+        raise UsageError(f"{option_for(error.field)}: {error}") from None
+
+
+# What a dataset loader raises for files it cannot read (a corrupt pickle, a broken zip).
+_UNREADABLE = (ValueError, OSError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError)
+
+
+def prepare_checked(cfg: ExperimentConfig) -> Prepared:
+    """Loads the dataset and resolves the attribute before any training; the user's mistakes
+    (missing or corrupt data, a bad --option, an unknown --attribute) become a UsageError."""
+    where = f"--dataset {cfg.dataset}" + (f" (--root {cfg.root})" if cfg.root else "")
+    if cfg.root is not None and not os.path.isdir(os.path.expanduser(cfg.root)):
+        raise UsageError(f"--root {cfg.root}: no such folder")
+    try:
+        return prepare(cfg)
+    except ConfigError as error:
+        raise UsageError(f"{option_for(error.field)}: {error}") from None
+    except DatasetNotFoundError as error:
+        if cfg.root is not None:
+            raise UsageError(
+                f"--root {cfg.root}: {error} (or leave out --root to use the download cache)"
+            ) from None
+        raise UsageError(f"{where}: {error} Or pass --root FOLDER holding the files.") from None
+    except TypeError as error:
+        # Only a loader option of the wrong type is the user's doing; anything else is a bug.
+        if not cfg.dataset_options:
+            raise
+        raise UsageError(f"--option: {cfg.dataset} rejects {_options(cfg)}: {error}") from None
+    except _UNREADABLE as error:
+        settings = f" with --option {_options(cfg)}" if cfg.dataset_options else ""
+        raise UsageError(f"{where}{settings}: cannot load it: {error}") from None
+
+
+def _options(cfg: ExperimentConfig) -> str:
+    return " ".join(f"{key}={value!r}" for key, value in cfg.dataset_options)

@@ -5,9 +5,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Optional
 
-__all__ = ["plot_tradeoff", "pyplot"]
+from galfast.cli.files import save_figure
+
+__all__ = ["METRIC_RANGE", "figure_formats", "plot_tradeoff", "pyplot"]
+
+# The values each metric can take: a confidence band is clipped to them (a mean ± half-width
+# past 1.0 is not a score any run could have had).
+METRIC_RANGE: dict[str, tuple[float, Optional[float]]] = {
+    "macro_f1": (0.0, 1.0),
+    "balanced_accuracy": (0.0, 1.0),
+    "auc": (0.0, 1.0),
+    "rmse": (0.0, None),
+}
+
+# A task score that a guess reaches: the line the task axis is read against.
+_TASK_CHANCE = {"auc": 0.5}
 
 
 def pyplot():
@@ -19,14 +33,25 @@ def pyplot():
     return plt
 
 
+def figure_formats() -> tuple[str, ...]:
+    """The file suffixes (without the dot) a figure can be saved as."""
+    pyplot()
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    return tuple(sorted(FigureCanvasBase.get_supported_filetypes()))
+
+
 def plot_tradeoff(
     series: Mapping[str, Sequence[tuple[float, dict[str, Any]]]],
     path: os.PathLike,
     title: str = "",
+    ci_over: str = "seeds",
 ) -> None:
     """``series``: distance -> [(lambda, :func:`~galfast.cli.summary.summarize_runs` output)]
     sorted by lambda. Top row: every audit attack's macro-F1 (with the majority-class
-    baseline dashed); bottom row: the task metric. Writes a PNG to ``path``."""
+    baseline dashed); bottom row: the task metric (with its chance level when it has one).
+    Bands are 95% CIs over the ``ci_over`` each point's values come from, clipped to the
+    metric's range. Writes the figure to ``path`` atomically."""
     plt = pyplot()
     columns = list(series)
     fig, axes = plt.subplots(
@@ -38,30 +63,43 @@ def plot_tradeoff(
         top, bottom = axes[0][col], axes[1][col]
         for attack in points[0][1]["attack"]:
             stats = [s["attack"][attack]["macro_f1"] for _, s in points]
-            _band(top, lams, stats, f"{attack} attacker")
+            _band(top, lams, stats, f"{attack} attacker", "macro_f1", ci_over)
         chance = points[0][1]["attack"][next(iter(points[0][1]["attack"]))]["chance_macro_f1"]
         if chance is not None:
             top.axhline(chance, color="grey", linestyle="--", linewidth=1, label="majority class")
         metric = points[0][1]["task_metric"]
-        _band(bottom, lams, [s["task"] for _, s in points], f"task {metric}", color="black")
+        task = [s["task"] for _, s in points]
+        _band(bottom, lams, task, f"task {metric}", metric, ci_over, color="black")
+        if metric in _TASK_CHANCE:
+            bottom.axhline(
+                _TASK_CHANCE[metric],
+                color="grey",
+                linestyle="--",
+                linewidth=1,
+                label=f"chance ({metric} {_TASK_CHANCE[metric]:g})",
+            )
         top.set_title(f"{title} {distance}".strip())
         top.set_ylabel("attacker macro-F1")
         bottom.set_ylabel(f"task {metric}")
         bottom.set_xlabel("lambda")
         top.legend(fontsize=8)
+        bottom.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(os.fspath(path), dpi=120)
+    save_figure(fig, path)
     plt.close(fig)
 
 
-def _band(ax, lams, stats, label, color=None) -> None:
+def _band(ax, lams, stats, label, metric, ci_over, color=None) -> None:
+    """Means with a line; where a point has a CI, the band, clipped to the metric's range.
+    The legend says how many values the bands come from."""
     means = [s["mean"] for s in stats]
     half = [s["ci95"] or 0.0 for s in stats]
+    counts = sorted({len(s.get("values", ())) for s in stats if s["ci95"] is not None})
+    if counts:
+        n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
+        label = f"{label} (95% CI, {n} {ci_over})"
     (line,) = ax.plot(lams, means, marker="o", label=label, color=color)
-    ax.fill_between(
-        lams,
-        [m - h for m, h in zip(means, half)],
-        [m + h for m, h in zip(means, half)],
-        color=line.get_color(),
-        alpha=0.2,
-    )
+    low, high = METRIC_RANGE.get(metric, (None, None))
+    lower = [m - h if low is None else max(low, m - h) for m, h in zip(means, half)]
+    upper = [m + h if high is None else min(high, m + h) for m, h in zip(means, half)]
+    ax.fill_between(lams, lower, upper, color=line.get_color(), alpha=0.2)

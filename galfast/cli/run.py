@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import argparse
 
+from galfast.cli.files import check_writable, write_json
 from galfast.cli.options import (
     add_experiment_options,
     config_kwargs,
+    experiment_config,
     nonnegative_float,
-    write_json,
+    prepare_checked,
 )
 from galfast.cli.summary import format_table, summarize_runs
-from galfast.experiments import ExperimentConfig, run_experiment
+from galfast.experiments import run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main"]
@@ -52,13 +54,14 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    records = []
-    for seed in range(args.seeds):
-        config = ExperimentConfig(
-            **config_kwargs(args), distance=args.distance, lam=args.lam, seed=seed
-        )
-        outcome = run_experiment(config, progress=not args.quiet)
-        records.append(outcome.record)
+    configs = [
+        experiment_config(**config_kwargs(args), distance=args.distance, lam=args.lam, seed=seed)
+        for seed in range(args.seeds)
+    ]
+    if args.out:
+        check_writable(args.out, "--out")
+    prepare_checked(configs[0])
+    records = [run_experiment(config, progress=not args.quiet).record for config in configs]
     for note in records[0]["notes"]:
         print(f"note: {note}")
     summary = summarize_runs(records)

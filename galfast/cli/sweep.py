@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from tqdm.auto import tqdm
 
+from galfast.cli.errors import UsageError
+from galfast.cli.files import check_folder_writable, check_writable, write_csv, write_json
 from galfast.cli.options import (
     add_experiment_options,
     comma_list,
     config_kwargs,
+    experiment_config,
     float_list,
-    write_json,
+    prepare_checked,
 )
 from galfast.cli.plots import plot_tradeoff
 from galfast.cli.summary import ATTACK_METRICS, format_table, summarize_runs
@@ -27,7 +29,8 @@ __all__ = ["add_parser", "main", "run_path"]
 DESCRIPTION = """\
 Run every (distance, lambda, seed) of a grid with the setup of `galfast run`. Each run is
 written atomically to OUT/runs/<dataset>-<encoder>-<distance>-lam<L>-seed<S>.json; a re-run
-skips the runs whose file exists with the same settings, so an interrupted sweep resumes.
+skips the runs whose file exists with the same settings, so an interrupted sweep resumes; a
+run file that cannot be parsed (not written by galfast, or edited) is trained again.
 Writes OUT/summary.json, OUT/summary.csv (mean and 95% CI per distance and lambda) and
 OUT/tradeoff.png (attacker macro-F1 and task metric against lambda, one column per distance).
 """
@@ -72,24 +75,46 @@ def run_path(out: Path, config: ExperimentConfig) -> Path:
     return out / "runs" / name
 
 
-def _finished(path: Path, config: ExperimentConfig) -> dict[str, Any] | None:
-    """The stored record when ``path`` holds this exact run, else None. Settings added to
-    ExperimentConfig after a record was written count as their defaults."""
+# What a stored run record must hold for the summary.
+_RECORD_KEYS = ("config", "task_metric", "task", "attack", "baseline")
+
+
+def _finished(path: Path, config: ExperimentConfig) -> Optional[dict[str, Any]]:
+    """The stored record when ``path`` holds this exact run, else None (a file that is not a
+    run record is reported and trained again). Settings added to ExperimentConfig after a
+    record was written count as their defaults."""
     if not path.is_file():
         return None
-    record = json.loads(path.read_text())
-    saved = {**ExperimentConfig().to_dict(), **record.get("config", {})}
+    try:
+        record = json.loads(path.read_text())
+    except OSError as error:
+        raise UsageError(f"--out: cannot read the run file {path}: {error}") from None
+    except ValueError as error:  # not JSON, or not UTF-8
+        print(f"note: {path} is not a run record ({error}); training that run again")
+        return None
+    if (
+        not isinstance(record, dict)
+        or any(key not in record for key in _RECORD_KEYS)
+        or not isinstance(record["config"], dict)
+    ):
+        print(f"note: {path} is not a run record (fields missing); training that run again")
+        return None
+    saved = {**ExperimentConfig().to_dict(), **record["config"]}
     return record if saved == config.to_dict() else None
 
 
 def main(args: argparse.Namespace) -> int:
     out = Path(args.out)
     grid = [
-        ExperimentConfig(**config_kwargs(args), distance=d, lam=lam, seed=seed)
+        experiment_config(**config_kwargs(args), distance=d, lam=lam, seed=seed)
         for d in args.distance
         for lam in args.lam
         for seed in range(args.seeds)
     ]
+    check_folder_writable(out / "runs", "--out")
+    for name in ("summary.json", "summary.csv", "tradeoff.png"):
+        check_writable(out / name, "--out")
+    prepare_checked(grid[0])
     records: dict[tuple[str, float], list[dict[str, Any]]] = {}
     trained = skipped = 0
     for config in tqdm(grid, desc="sweep", unit="run", disable=args.quiet):
@@ -114,7 +139,7 @@ def main(args: argparse.Namespace) -> int:
         out / "summary.json",
         [{"distance": d, "lambda": lam, **s} for (d, lam), s in summaries.items()],
     )
-    _write_csv(out / "summary.csv", summaries)
+    write_csv(out / "summary.csv", _csv_rows(summaries))
     series: dict[str, list] = {}
     for (d, lam), s in summaries.items():
         series.setdefault(d, []).append((lam, s))
@@ -122,12 +147,13 @@ def main(args: argparse.Namespace) -> int:
         {d: sorted(points, key=lambda p: p[0]) for d, points in series.items()},
         out / "tradeoff.png",
         title=f"{args.dataset} {args.encoder}",
+        ci_over="training seeds",
     )
     print(f"wrote {out / 'summary.json'}, {out / 'summary.csv'}, {out / 'tradeoff.png'}")
     return 0
 
 
-def _write_csv(path: Path, summaries: dict) -> None:
+def _csv_rows(summaries: dict) -> list[dict[str, Any]]:
     rows = []
     for (distance, lam), s in summaries.items():
         row = {
@@ -143,10 +169,4 @@ def _write_csv(path: Path, summaries: dict) -> None:
                     row[f"{attack}_{name}"] = metrics[name]["mean"]
                     row[f"{attack}_{name}_ci95"] = metrics[name]["ci95"]
         rows.append(row)
-    fields = list(dict.fromkeys(k for row in rows for k in row))
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=fields)
-        writer.writeheader()
-        writer.writerows(rows)
-    tmp.replace(path)
+    return rows

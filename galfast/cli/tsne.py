@@ -4,10 +4,20 @@ attribute (the paper's Cora figure)."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from galfast.cli.options import add_experiment_options, config_kwargs, float_list
-from galfast.cli.plots import pyplot
-from galfast.experiments import ExperimentConfig, run_experiment
+from galfast.cli.errors import UsageError
+from galfast.cli.files import check_writable, save_figure
+from galfast.cli.options import (
+    add_experiment_options,
+    config_kwargs,
+    experiment_config,
+    float_list,
+    int_at_least,
+    prepare_checked,
+)
+from galfast.cli.plots import figure_formats, pyplot
+from galfast.experiments import run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main"]
@@ -15,8 +25,17 @@ __all__ = ["add_parser", "main"]
 DESCRIPTION = """\
 Train one encoder per lambda (seed 0, setup as in `galfast run`), embed the nodes that carry
 the sensitive attribute with t-SNE (scikit-learn) and draw them side by side, coloured by the
-attribute. With no defence the classes form clusters; with GAL they mix.
+attribute (a legend names the classes). With no defence the classes form clusters; with GAL
+they mix. Each panel's title gives the node attacker's macro-F1 from the audit (--attacks,
+--attackers, --attacker-epochs, --audit-seeds).
 """
+
+# t-SNE needs a few points to place (its perplexity is at least 1, below the point count).
+MIN_POINTS = 5
+
+
+def max_points(text: str) -> int:
+    return int_at_least(text, MIN_POINTS)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
@@ -26,14 +45,19 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    add_experiment_options(parser)
+    add_experiment_options(parser, seeds=False)
     parser.add_argument("--distance", choices=DISTANCES, default="tv", help="GAL distance")
     parser.add_argument(
         "--lam", type=float_list, default=[0.0, 1.0], help="comma-separated lambdas, one panel each"
     )
-    parser.add_argument("--max-points", type=int, default=3000, help="subsample for t-SNE")
-    parser.add_argument("--out", default="tsne.png", help="PNG to write")
-    parser.set_defaults(handler=main, seeds=1)
+    parser.add_argument(
+        "--max-points",
+        type=max_points,
+        default=3000,
+        help="at most this many nodes per panel (a seeded sample)",
+    )
+    parser.add_argument("--out", default="tsne.png", help="figure to write (PNG, PDF, SVG, ...)")
+    parser.set_defaults(handler=main)
     return parser
 
 
@@ -41,10 +65,21 @@ def main(args: argparse.Namespace) -> int:
     import numpy as np
     from sklearn.manifold import TSNE
 
+    configs = [
+        experiment_config(**config_kwargs(args), distance=args.distance, lam=lam, seed=0)
+        for lam in args.lam
+    ]
+    suffix = Path(args.out).suffix.lstrip(".").lower()
+    if suffix not in figure_formats():
+        raise UsageError(
+            f"--out {args.out}: name a figure file ending in one of "
+            f"{', '.join('.' + f for f in figure_formats())}"
+        )
+    check_writable(args.out, "--out")
+    prepare_checked(configs[0])
     plt = pyplot()
-    fig, axes = plt.subplots(1, len(args.lam), figsize=(5 * len(args.lam), 5), squeeze=False)
-    for ax, lam in zip(axes[0], args.lam):
-        config = ExperimentConfig(**config_kwargs(args), distance=args.distance, lam=lam, seed=0)
+    fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 5), squeeze=False)
+    for ax, config in zip(axes[0], configs):
         outcome = run_experiment(config, progress=not args.quiet)
         known = outcome.attribute.known(outcome.embeddings.size(0))
         nodes, colours = known.nodes.numpy(), known.targets.view(-1).numpy()
@@ -57,19 +92,35 @@ def main(args: argparse.Namespace) -> int:
         points = TSNE(
             n_components=2, init="pca", random_state=0, perplexity=perplexity
         ).fit_transform(outcome.embeddings[nodes].numpy())
-        ax.scatter(points[:, 0], points[:, 1], c=colours, cmap="tab10", s=4)
+        _scatter_classes(ax, points, colours, outcome.class_names)
         node_f1 = (
             outcome.record["attack"]["node"]["macro_f1"]
             if "node" in outcome.record["attack"]
             else None
         )
         subtitle = f", node attacker F1 {node_f1:.2f}" if node_f1 is not None else ""
-        ax.set_title(f"lambda = {lam:g} ({args.distance}){subtitle}")
+        ax.set_title(f"lambda = {config.lam:g} ({args.distance}){subtitle}")
         ax.set_xticks([])
         ax.set_yticks([])
     fig.suptitle(f"{args.dataset} {args.encoder}: t-SNE coloured by {outcome.attribute.name}")
     fig.tight_layout()
-    fig.savefig(args.out, dpi=120)
+    save_figure(fig, args.out)
     plt.close(fig)
     print(f"wrote {args.out}")
     return 0
+
+
+def _scatter_classes(ax, points, classes, names) -> None:
+    """One colour per class with a legend naming it (tab10 up to 10 classes, tab20 up to 20,
+    else evenly spaced hues)."""
+    plt = pyplot()
+    count = max(len(names), int(classes.max()) + 1 if classes.size else 0)
+    cmap = plt.get_cmap("tab10" if count <= 10 else "tab20" if count <= 20 else "hsv")
+    for k in range(count):
+        mask = classes == k
+        if not mask.any():
+            continue
+        colour = cmap(k if count <= 20 else k / count)
+        label = names[k] if k < len(names) else str(k)
+        ax.scatter(points[mask, 0], points[mask, 1], color=colour, s=4, label=label)
+    ax.legend(fontsize=7, markerscale=3, loc="best", ncol=1 + count // 12)

@@ -238,8 +238,7 @@ def _locate(
                 return folder
         raise DatasetNotFoundError(
             f"no {version.name} files under {root}: expected {root / version.folder}/ (or "
-            f"{root}/ itself) to hold {wanted}. Unzip {version.archive.url} there, or drop "
-            "root= to download into the cache."
+            f"{root}/ itself) to hold {wanted}. Unzip {version.archive.url} there."
         )
     cache = data_dir()
     folder = cache / version.folder
@@ -263,7 +262,7 @@ def _offline_message(version: _Version, cache: Path, reason: str) -> str:
         f"{version.name} is not on this machine and was not downloaded ({reason}). Download "
         f"{version.archive.url} elsewhere and either put the zip in {cache}/ or unzip it so "
         f"that {cache / version.folder}/ holds {', '.join(version.files)}; or set GALFAST_DATA "
-        "to a folder laid out that way; or pass root=FOLDER."
+        "to a folder laid out that way."
     )
 
 

@@ -111,7 +111,7 @@ def _from_cache(
         raise DatasetNotFoundError(
             f"{name} is not on this machine and could not be downloaded. Put these files into "
             f"{folder}/ (or set GALFAST_DATA to a folder with a planetoid/ subfolder holding "
-            f"them, or pass root=FOLDER):\n{urls}"
+            f"them):\n{urls}"
         )
     return folder, failed
 

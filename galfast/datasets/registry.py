@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.movielens_loader import movielens
@@ -12,7 +13,7 @@ from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.datasets.synthetic_movielens import synthetic_movielens
 
-__all__ = ["DATASET_NAMES", "load", "synthetic"]
+__all__ = ["DATASET_NAMES", "load", "loader_options", "synthetic"]
 
 DATASET_NAMES = (
     "movielens-1m",
@@ -33,6 +34,26 @@ def synthetic(kind: str = "graph", **kwargs: Any) -> Union[GraphDataset, RatingD
     return _SYNTHETIC[kind](**kwargs)
 
 
+def _loader(name: str) -> Callable[..., Any]:
+    if name.startswith("movielens-"):
+        return movielens
+    if name in PLANETOID_NAMES:
+        return planetoid
+    return _SYNTHETIC[name.removeprefix("synthetic-")]
+
+
+# What load() passes itself: never a loader option.
+_FIXED = frozenset({"name", "version", "kind", "root", "seed"})
+
+
+def loader_options(name: str) -> tuple[str, ...]:
+    """The keyword arguments ``load(name, ...)`` passes on to the dataset's loader (sorted)."""
+    if name not in DATASET_NAMES:
+        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASET_NAMES}")
+    parameters = inspect.signature(_loader(name)).parameters
+    return tuple(sorted(set(parameters) - _FIXED))
+
+
 def load(
     name: str,
     root: Optional[Union[str, Path]] = None,
@@ -49,8 +70,12 @@ def load(
         >>> load("citeseer", root="../shared/data").num_nodes
         3327
     """
-    if name not in DATASET_NAMES:
-        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASET_NAMES}")
+    unknown = sorted(set(kwargs) - set(loader_options(name)))
+    if unknown:
+        raise ValueError(
+            f"{name} takes no option {', '.join(map(repr, unknown))}; its options are "
+            f"{', '.join(loader_options(name))}"
+        )
     if name.startswith("movielens-"):
         return movielens(name.removeprefix("movielens-"), root, seed, **kwargs)
     if name in PLANETOID_NAMES:

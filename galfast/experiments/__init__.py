@@ -4,13 +4,15 @@ runner that trains at one lambda and audits the result. The ``galfast`` CLI only
 options into an :class:`ExperimentConfig` and prints what :func:`run_experiment` returns.
 """
 
-from galfast.experiments.config import ExperimentConfig, Outcome
+from galfast.experiments.config import ConfigError, ExperimentConfig, Outcome
 from galfast.experiments.encoders import ENCODERS, GNNStack, make_conv, make_encoder
 from galfast.experiments.movielens import MOVIELENS
 from galfast.experiments.planetoid import PLANETOID
 from galfast.experiments.runner import (
     SETUPS,
+    Prepared,
     load_dataset,
+    prepare,
     run_experiment,
     sensitive_attribute,
     setup_defaults,
@@ -23,13 +25,16 @@ __all__ = [
     "MOVIELENS",
     "PLANETOID",
     "SETUPS",
+    "ConfigError",
     "ExperimentConfig",
     "GNNStack",
     "Outcome",
+    "Prepared",
     "Setup",
     "load_dataset",
     "make_conv",
     "make_encoder",
+    "prepare",
     "run_experiment",
     "sensitive_attribute",
     "setup_defaults",

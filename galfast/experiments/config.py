@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import re
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
 from torch import Tensor
 
-from galfast.gal import SensitiveAttribute
+from galfast.audit.attackers import FAMILIES
+from galfast.datasets import DATASET_NAMES
+from galfast.datasets.registry import loader_options
+from galfast.experiments.encoders import ENCODERS
+from galfast.gal import SensitiveAttribute, check_walkable, parse_pairing
 from galfast.train import GALConfig
+from galfast.train.config import check_number
 
-__all__ = ["ExperimentConfig", "Outcome"]
+__all__ = ["ConfigError", "ExperimentConfig", "Outcome"]
+
+
+class ConfigError(ValueError):
+    """A setting of an :class:`ExperimentConfig` is invalid. ``field`` names it (``None`` when
+    no single setting is to blame), so a front end can point at its own option for it."""
+
+    def __init__(self, field: Optional[str], message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 @dataclass(frozen=True)
@@ -40,7 +55,84 @@ class ExperimentConfig:
     dataset_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        self.gal_config()
+        for name, check in (
+            ("dataset", self._check_dataset),
+            ("encoder", self._check_encoder),
+            ("attacks", self._check_attacks),
+            ("attackers", self._check_attackers),
+            ("device", self._check_device),
+            ("cuda_graphs", self._check_cuda_graphs),
+            ("dataset_options", self._check_dataset_options),
+        ):
+            try:
+                check()
+            except ValueError as error:
+                raise ConfigError(name, str(error)) from None
+        for name in ("epochs", "attacker_epochs"):
+            if getattr(self, name) is not None:
+                self._number(name, minimum=1)
+        self._number("audit_seeds", minimum=1)
+        try:
+            self.gal_config()
+        except ValueError as error:
+            raise ConfigError(_first_field_named(str(error)), str(error)) from None
+
+    def _number(self, name: str, minimum: int) -> None:
+        try:
+            check_number(name, getattr(self, name), minimum=minimum, integer=True)
+        except ValueError as error:
+            raise ConfigError(name, str(error)) from None
+
+    def _check_dataset(self) -> None:
+        if self.dataset not in DATASET_NAMES:
+            raise ValueError(f"unknown dataset {self.dataset!r}; expected one of {DATASET_NAMES}")
+        if self.root is not None and self.dataset.startswith("synthetic-"):
+            raise ValueError(f"{self.dataset} is generated: it reads no root folder")
+
+    def _check_encoder(self) -> None:
+        if self.encoder not in ENCODERS:
+            raise ValueError(f"unknown encoder {self.encoder!r}; expected one of {ENCODERS}")
+
+    def _check_attacks(self) -> None:
+        # The audit walks in sample_nhop's default ("paper") mode.
+        pairings = [parse_pairing(a) for a in self.attacks]
+        for pairing in pairings:
+            check_walkable(pairing, "paper")
+        if not pairings or len({p.name for p in pairings}) != len(pairings):
+            raise ValueError(f"attacks must be distinct pairings, at least one, got {self.attacks}")
+
+    def _check_attackers(self) -> None:
+        names = list(self.attackers)
+        if not names or any(n not in FAMILIES for n in names) or len(set(names)) != len(names):
+            raise ValueError(
+                f"attackers must be distinct names among {FAMILIES}, got {self.attackers}"
+            )
+
+    def _check_device(self) -> None:
+        if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
+            raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+
+    def _check_cuda_graphs(self) -> None:
+        if self.cuda_graphs and self.device == "cpu":
+            raise ValueError(f"cuda_graphs needs a CUDA device, not {self.device!r}")
+
+    def _check_dataset_options(self) -> None:
+        keys = [key for key, _ in self.dataset_options]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"dataset_options names an option twice: {keys}")
+        unknown = sorted(set(keys) - set(loader_options(self.dataset)))
+        if unknown:
+            raise ValueError(
+                f"{self.dataset} takes no option {', '.join(map(repr, unknown))}; its options "
+                f"are {', '.join(loader_options(self.dataset))}"
+            )
+        for key, value in self.dataset_options:
+            try:
+                hash(value)  # the loaded dataset is cached by its options
+            except TypeError:
+                raise ValueError(
+                    f"dataset option {key} must be a plain value, got {value!r}"
+                ) from None
 
     def gal_config(self, **setup: Any) -> GALConfig:
         """The trainer's config for this run; ``setup`` adds the setup's own settings (the
@@ -63,11 +155,23 @@ class ExperimentConfig:
         return out
 
 
+def _first_field_named(message: str) -> Optional[str]:
+    """The ExperimentConfig field a trainer-settings message names first (``None`` if none):
+    GALConfig's messages lead with the setting they reject."""
+    found = [
+        (match.start(), f.name)
+        for f in fields(ExperimentConfig)
+        if (match := re.search(rf"\b{f.name}\b", message))
+    ]
+    return min(found)[1] if found else None
+
+
 @dataclass
 class Outcome:
     """A finished run: its JSON-ready ``record`` and the frozen embeddings with the sensitive
-    attribute (for t-SNE and ``--save-embeddings``)."""
+    attribute (for t-SNE and ``--save-embeddings``), and the names of the attribute's classes."""
 
     record: dict[str, Any]
     embeddings: Tensor
     attribute: SensitiveAttribute
+    class_names: tuple[str, ...] = ()

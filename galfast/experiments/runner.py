@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional, Union
 
@@ -14,7 +15,7 @@ import torch
 
 from galfast.audit import audit, audit_split
 from galfast.datasets import GraphDataset, MissingFeaturesWarning, RatingDataset, load
-from galfast.experiments.config import ExperimentConfig, Outcome
+from galfast.experiments.config import ConfigError, ExperimentConfig, Outcome
 from galfast.experiments.movielens import MOVIELENS
 from galfast.experiments.planetoid import PLANETOID
 from galfast.experiments.setup import Setup
@@ -22,7 +23,9 @@ from galfast.gal import SensitiveAttribute, cuda_rng_devices
 
 __all__ = [
     "SETUPS",
+    "Prepared",
     "load_dataset",
+    "prepare",
     "run_experiment",
     "sensitive_attribute",
     "setup_defaults",
@@ -79,6 +82,42 @@ def sensitive_attribute(
     )
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """What a run needs before it trains: the dataset, its setup, the sensitive attribute and
+    the resolved epochs."""
+
+    dataset: Union[GraphDataset, RatingDataset]
+    setup: Setup
+    attribute: SensitiveAttribute
+    epochs: int
+    attacker_epochs: int
+
+
+def prepare(cfg: ExperimentConfig) -> Prepared:
+    """Loads the dataset and resolves the settings of ``cfg`` without training, so everything
+    that can be wrong with the inputs fails here, before any work.
+
+    Raises:
+        DatasetNotFoundError: the dataset is neither on disk nor downloadable.
+        ConfigError: the dataset has no attribute ``cfg.attribute``.
+        ValueError, OSError: a dataset file is malformed or unreadable, or a loader option
+            has a bad value (the message says which).
+    """
+    dataset = load_dataset(cfg.dataset, cfg.root, cfg.dataset_options)
+    setup = setup_for(dataset)
+    default_attribute = setup.attribute
+    if default_attribute not in dataset.attributes:
+        default_attribute = next(iter(dataset.attributes))
+    try:
+        attribute = sensitive_attribute(dataset, cfg.attribute or default_attribute)
+    except ValueError as error:
+        raise ConfigError("attribute", str(error)) from None
+    epochs = setup.epochs if cfg.epochs is None else cfg.epochs
+    attacker_epochs = setup.attacker_epochs if cfg.attacker_epochs is None else cfg.attacker_epochs
+    return Prepared(dataset, setup, attribute, epochs, attacker_epochs)
+
+
 def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     """Trains one encoder at ``cfg.lam`` and audits it.
 
@@ -87,14 +126,9 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     attack, the strongest family's mean metrics), the full audit report and the seconds spent.
     """
     started = time.perf_counter()
-    dataset = load_dataset(cfg.dataset, cfg.root, cfg.dataset_options)
-    setup = setup_for(dataset)
-    default_attribute = setup.attribute
-    if default_attribute not in dataset.attributes:
-        default_attribute = next(iter(dataset.attributes))
-    attribute = sensitive_attribute(dataset, cfg.attribute or default_attribute)
-    epochs = setup.epochs if cfg.epochs is None else cfg.epochs
-    attacker_epochs = setup.attacker_epochs if cfg.attacker_epochs is None else cfg.attacker_epochs
+    prepared = prepare(cfg)
+    dataset, setup, attribute = prepared.dataset, prepared.setup, prepared.attribute
+    epochs, attacker_epochs = prepared.epochs, prepared.attacker_epochs
     # The modules' initial weights come from torch's global generator: seed it with the run's
     # seed (and restore the caller's state after), so a run does not depend on what ran before
     # it in the same process (a sweep).
@@ -134,4 +168,5 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         "notes": list(dataset.notes),
         "seconds": time.perf_counter() - started,
     }
-    return Outcome(record, z.cpu(), attribute)
+    class_names = tuple(dataset.attribute_classes[attribute.name])
+    return Outcome(record, z.cpu(), attribute, class_names)

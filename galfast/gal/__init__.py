@@ -12,7 +12,14 @@ from galfast.gal.adversary_losses import (
     tv_loss,
     wasserstein_gap,
 )
-from galfast.gal.pairing import WALK_MODES, Pairing, pair_nodes, parse_pairing
+from galfast.gal.pairing import (
+    WALK_MODES,
+    Pairing,
+    check_walkable,
+    max_hops,
+    pair_nodes,
+    parse_pairing,
+)
 from galfast.gal.seeding import cuda_rng_devices, derive_seed, seeded_generator, seeded_globals
 from galfast.gal.sensitive import KINDS, KnownValues, SensitiveAttribute
 
@@ -24,9 +31,11 @@ __all__ = [
     "Pairing",
     "SensitiveAttribute",
     "adversary_loss",
+    "check_walkable",
     "clip_weights",
     "cuda_rng_devices",
     "derive_seed",
+    "max_hops",
     "pair_nodes",
     "parse_pairing",
     "seeded_generator",

@@ -10,8 +10,17 @@ from torch import Tensor
 
 from galfast import ops
 from galfast.graph import Graph
+from galfast.ops.sample_nhop import MAX_EXACT_HOPS, MAX_HOPS
 
-__all__ = ["WALK_MODES", "Pairing", "PairedNodes", "pair_nodes", "parse_pairing"]
+__all__ = [
+    "WALK_MODES",
+    "Pairing",
+    "PairedNodes",
+    "check_walkable",
+    "max_hops",
+    "pair_nodes",
+    "parse_pairing",
+]
 
 # sample_nhop's modes (see its documentation).
 WALK_MODES = ("paper", "simple", "exact")
@@ -43,7 +52,8 @@ class PairedNodes:
 
 def parse_pairing(spec: PairingSpec) -> Pairing:
     """Accepts ``"node"``, ``"neighbor"`` (or ``"neighbour"``), ``("nhop", n)`` and
-    ``"nhop:n"`` with ``n >= 1`` (``n = 1`` is the neighbour pairing)."""
+    ``"nhop:n"`` with ``1 <= n <= max_hops()`` (``n = 1`` is the neighbour pairing). The walk
+    mode may bound ``n`` further: see :func:`check_walkable`."""
     if isinstance(spec, Pairing):
         return spec
     if spec == "node":
@@ -63,7 +73,28 @@ def parse_pairing(spec: PairingSpec) -> Pairing:
             f"unknown pairing {spec!r}: use 'node', 'neighbor', ('nhop', n) or "
             f"'nhop:n' with an integer n >= 1"
         )
+    if hops > MAX_HOPS:
+        raise ValueError(f"pairing {spec!r}: n-hop walks take at most {MAX_HOPS} hops, got {hops}")
     return Pairing(hops)
+
+
+def max_hops(walk_mode: str = "paper") -> int:
+    """The longest walk :func:`galfast.ops.sample_nhop` takes in ``walk_mode`` (its kernel
+    keeps the path in a fixed-size buffer; the exact mode's distance proof is bounded lower)."""
+    if walk_mode not in WALK_MODES:
+        raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {walk_mode!r}")
+    return MAX_EXACT_HOPS if walk_mode == "exact" else MAX_HOPS
+
+
+def check_walkable(pairing: Pairing, walk_mode: str) -> None:
+    """Raises ValueError when ``pairing`` needs a longer walk than ``walk_mode`` allows, so a
+    bad pairing fails where it is configured, not at the first walk."""
+    limit = max_hops(walk_mode)
+    if pairing.hops > limit:
+        raise ValueError(
+            f"pairing {pairing.name!r} needs {pairing.hops} hops; walk_mode {walk_mode!r} "
+            f"walks at most {limit}"
+        )
 
 
 def pair_nodes(

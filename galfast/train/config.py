@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from galfast.gal.adversary_losses import DISTANCES
-from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, parse_pairing
+from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, check_walkable, parse_pairing
 from galfast.train.optimizers import OptimizerSpec, check_optimizer
 
 __all__ = ["SCHEDULES", "GALConfig", "check_number"]
@@ -76,6 +76,7 @@ class GALConfig:
             raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {self.walk_mode!r}")
         # Frozen to its users; normalising here is the one write.
         object.__setattr__(self, "pairing", parse_pairing(self.pairing))
+        check_walkable(self.pairing, self.walk_mode)
         object.__setattr__(self, "lam", float(self.lam))
 
     @classmethod

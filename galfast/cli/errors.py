@@ -1,0 +1,28 @@
+"""User errors of the command line: what was wrong and which option to change, printed by
+:func:`galfast.cli.main` as one line (``galfast <command>: error: ...``), exit status 2.
+
+Only mistakes in what the user gave become a :class:`UsageError`, converted where the input is
+read (options, files, the dataset); an exception anywhere else is a bug and keeps its
+traceback.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+__all__ = ["UsageError", "option_for"]
+
+
+class UsageError(Exception):
+    """A mistake in the command line or in a file it names; the message says what to change."""
+
+
+# ExperimentConfig fields whose option is not simply "--" + the field with dashes.
+_OPTION_OF_FIELD = {"dataset_options": "--option", "seed": "--seeds"}
+
+
+def option_for(field: Optional[str]) -> str:
+    """The command-line option that sets the ExperimentConfig ``field``."""
+    if field is None:
+        return "the options"
+    return _OPTION_OF_FIELD.get(field, "--" + field.replace("_", "-"))

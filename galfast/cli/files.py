@@ -1,0 +1,95 @@
+"""Output files: checked writable before any work, written atomically (a temporary file in
+the same folder renamed over the target), so a failure or an interrupt never leaves a
+half-written result and a full run never ends on an unwritable path."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import secrets
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, Any, Callable
+
+from galfast.cli.errors import UsageError
+
+__all__ = [
+    "atomic_write",
+    "check_folder_writable",
+    "check_writable",
+    "save_figure",
+    "write_csv",
+    "write_json",
+]
+
+
+def _make_folder(folder: Path, option: str) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise UsageError(f"{option}: cannot create the folder {folder}: {error}") from None
+
+
+def check_folder_writable(folder: os.PathLike, option: str) -> None:
+    """Creates ``folder`` if needed and checks a file can be created in it; else UsageError
+    naming ``option``."""
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(f"{option}: {folder} is a file, expected a folder")
+    _make_folder(folder, option)
+    probe = folder / f".galfast-write-check.{os.getpid()}.{secrets.token_hex(4)}"
+    try:
+        probe.open("x").close()
+        probe.unlink()
+    except OSError as error:
+        raise UsageError(f"{option}: cannot write in {folder}: {error}") from None
+
+
+def check_writable(path: os.PathLike, option: str) -> None:
+    """Checks that ``atomic_write(path, ...)`` can succeed (the folder is creatable and
+    writable, ``path`` is not a folder); else UsageError naming ``option``."""
+    path = Path(path)
+    if path.is_dir():
+        raise UsageError(f"{option}: {path} is a folder, expected a file name")
+    check_folder_writable(path.parent, option)
+
+
+def atomic_write(path: os.PathLike, write: Callable[[IO], None], *, binary: bool = False) -> None:
+    """Calls ``write(handle)`` on a new temporary file next to ``path`` and renames it over
+    ``path`` once complete; on any failure the temporary file is removed."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb" if binary else "x", **({} if binary else {"newline": ""})) as f:
+            write(f)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def write_json(path: os.PathLike, data: Any) -> None:
+    """Writes ``data`` as indented JSON (no NaN), atomically."""
+    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    atomic_write(path, lambda f: f.write(text))
+
+
+def write_csv(path: os.PathLike, rows: Sequence[dict[str, Any]]) -> None:
+    """Writes dict rows as CSV (columns in first-seen order), atomically."""
+    fields = list(dict.fromkeys(k for row in rows for k in row))
+
+    def write(handle: IO) -> None:
+        writer = csv.DictWriter(handle, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+
+    atomic_write(path, write)
+
+
+def save_figure(fig, path: os.PathLike, dpi: int = 120) -> None:
+    """Saves a matplotlib figure atomically, in the format its suffix names."""
+    path = Path(path)
+    fmt = path.suffix.lstrip(".").lower() or "png"
+    atomic_write(path, lambda f: fig.savefig(f, format=fmt, dpi=dpi), binary=True)
