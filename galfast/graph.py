@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable, NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 from torch import Tensor
@@ -157,7 +158,8 @@ def coalesce(keys: Sequence[Tensor], sizes: Sequence[int]) -> tuple[list[Tensor]
         return parts[::-1], inverse
     order = lexsort(keys, sizes)
     ordered = [key[order] for key in keys]
-    starts = torch.ones(order.numel(), dtype=torch.bool, device=order.device)
+    starts = torch.zeros(order.numel(), dtype=torch.bool, device=order.device)
+    starts[:1] = True
     for key in ordered:
         starts[1:] |= key[1:] != key[:-1]
     inverse = torch.empty_like(order)
