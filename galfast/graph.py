@@ -14,6 +14,8 @@ __all__ = ["CSC", "Graph", "check_csr", "coalesce", "lexsort"]
 
 _INDEX_DTYPES = (torch.int64, torch.int32)
 _FIELDS = ("rowptr", "col", "edge_weight", "edge_type")
+# Node counts beyond this could not even be offsets of int64 byte addresses.
+_MAX_COUNT = 2**60
 
 
 class CSC(NamedTuple):
@@ -41,8 +43,8 @@ def _count(name: str, value: Any) -> int:
         count = operator.index(value)
     except TypeError:
         raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
-    if count < 0:
-        raise ValueError(f"{name} must be >= 0, got {count}")
+    if not 0 <= count < _MAX_COUNT:
+        raise ValueError(f"{name} must lie in [0, 2**60), got {count}")
     return count
 
 
@@ -348,13 +350,20 @@ class Graph:
         return self._cache[key]
 
     # ---------------------------------------------------------------- derived structure
+    def _checked(self) -> Graph:
+        """Self, after checking the CSR again: derived structure is built from the tensors as
+        they are now, which an edit through ``.data`` may have broken."""
+        self.check_unmodified()
+        check_csr(self.rowptr, self.col, self.num_nodes)
+        return self
+
     @property
     def row(self) -> Tensor:
         """``[num_edges]`` target node of each edge, in CSR order."""
         return self.cached(
             "row",
             lambda: torch.repeat_interleave(
-                torch.arange(self.num_nodes, device=self.device), self.in_degree
+                torch.arange(self.num_nodes, device=self.device), self._checked().in_degree
             ),
         )
 
@@ -372,6 +381,7 @@ class Graph:
         """The transpose, cached: a :class:`CSC` ``(colptr, row, edge_id)``."""
 
         def build():
+            self._checked()
             edge_id = torch.argsort(self.col, stable=True)
             counts = torch.bincount(self.col, minlength=self.num_nodes)
             colptr = torch.zeros(self.num_nodes + 1, dtype=torch.long, device=self.device)
