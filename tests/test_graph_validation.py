@@ -116,6 +116,7 @@ def test_kernels_check_indices_edited_behind_the_version_counter(bad):
 def test_kernels_check_row_offsets_edited_behind_the_version_counter():
     g = _triangle()
     x = torch.randn(3, 2)
+    aggregate(g, x)  # the transpose is cached: the kernel itself meets the bad offsets
     g.rowptr.data[1] = 2**40
     with pytest.raises(ValueError, match=r"aggregate: rowptr\[1\] = 1099511627776"):
         aggregate(g, x)
@@ -125,6 +126,14 @@ def test_kernels_check_row_offsets_edited_behind_the_version_counter():
     g.rowptr.data[2] = 0  # decreasing
     with pytest.raises(ValueError, match="non-decreasing"):
         aggregate(g, x)
+    with pytest.raises(ValueError, match="rowptr must be non-decreasing"):
+        _ = _triangle_with_rowptr(g.rowptr).csc  # derived structure comes from checked tensors
+
+
+def _triangle_with_rowptr(rowptr):
+    g = _triangle()
+    g.rowptr.data.copy_(rowptr)
+    return g
 
 
 def test_backward_checks_the_transpose():
