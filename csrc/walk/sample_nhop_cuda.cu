@@ -35,7 +35,7 @@ template <typename Index>
 void launch(const SampleNhopParams& p, cudaStream_t stream) {
   const int64_t blocks = (p.num_walks + kThreads - 1) / kThreads;
   sample_nhop_kernel<Index>
-      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, walk_graph<Index>(p));
+      <<<grid_size(blocks, "sample_nhop_kernel"), kThreads, 0, stream>>>(p, walk_graph<Index>(p));
   GALFAST_CHECK_LAUNCH("sample_nhop_kernel");
 }
 
