@@ -83,7 +83,8 @@ inline void generic_row(const AggregateParams& p, int64_t r, int64_t f0) {
 inline void check_row(const AggregateParams& p, int64_t r) {
   const EdgeRange edges = checked_range("aggregate", "rowptr", p.rowptr, r, p.num_edges);
   check_indices("aggregate", "col", p.col, edges.begin, edges.end, p.num_cols);
-  if (p.edge_id) {
+  // edge_id is read only for a weight or an arg (edge_ident); an unread one costs nothing.
+  if (p.edge_id && (p.weight || p.mode != AggMode::kSum)) {
     check_indices("aggregate", "edge_id", p.edge_id, edges.begin, edges.end, p.num_edges);
   }
 }
