@@ -86,13 +86,18 @@ def _check_edge_values(name: str, values: Optional[Tensor], num_edges: int, devi
         raise ValueError(f"{name} is on {values.device} but the edges are on {device}")
 
 
+def _readable(t: Tensor) -> bool:
+    """Whether `t`'s values can be checked: not while tracing, not on the meta device."""
+    return not torch.compiler.is_compiling() and t.device.type != "meta"
+
+
 def _check_edge_weight(edge_weight: Optional[Tensor], num_edges: int, device) -> None:
     _check_edge_values("edge_weight", edge_weight, num_edges, device)
     if edge_weight is None:
         return
     if not edge_weight.dtype.is_floating_point:
         raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
-    if not torch.compiler.is_compiling() and not bool(torch.isfinite(edge_weight).all()):
+    if _readable(edge_weight) and not bool(torch.isfinite(edge_weight).all()):
         raise ValueError("edge_weight contains NaN or infinite values")
 
 
@@ -101,7 +106,7 @@ def _check_edge_type(edge_type: Optional[Tensor], num_edges: int, device) -> Opt
         return None
     edge_type = _index_tensor("edge_type", edge_type)
     _check_edge_values("edge_type", edge_type, num_edges, device)
-    if edge_type.numel() and int(edge_type.min()) < 0:
+    if _readable(edge_type) and edge_type.numel() and int(edge_type.min()) < 0:
         raise ValueError("edge_type holds a negative relation id")
     return edge_type
 
@@ -119,7 +124,7 @@ def check_csr(rowptr: Tensor, col: Tensor, num_nodes: int) -> None:
         raise ValueError(
             f"rowptr must have num_nodes + 1 = {num_nodes + 1} entries, got {rowptr.numel()}"
         )
-    if torch.compiler.is_compiling():
+    if not _readable(rowptr):
         return
     first, last = int(rowptr[0]), int(rowptr[-1])
     if first != 0 or last != col.numel():
