@@ -24,6 +24,11 @@ inline void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);
 }
 
+inline bool known_dtype(DType d) {
+  return d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kFloat16 ||
+         d == DType::kBFloat16;
+}
+
 // Exposes a pointer member as a Python int property (0 for null).
 template <typename Class, typename Ptr>
 void pointer_field(py::class_<Class>& cls, const char* name, Ptr Class::* member) {

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import math
+import operator
+from collections.abc import Sequence
 from typing import Any, Callable, NamedTuple, Optional
 
 import torch
 from torch import Tensor
 
-__all__ = ["CSC", "Graph"]
+__all__ = ["CSC", "Graph", "check_csr", "coalesce", "lexsort"]
+
+_INDEX_DTYPES = (torch.int64, torch.int32)
+_FIELDS = ("rowptr", "col", "edge_weight", "edge_type")
+# Node counts beyond this could not even be offsets of int64 byte addresses.
+_MAX_COUNT = 2**60
 
 
 class CSC(NamedTuple):
@@ -20,31 +28,51 @@ class CSC(NamedTuple):
     edge_id: Tensor  # [num_edges] int64 CSR position of each slot's edge
 
 
-def _check_index(edge_index: Any, num_nodes: Optional[int]) -> tuple[Tensor, int]:
-    if not isinstance(edge_index, Tensor):
-        raise ValueError(f"edge_index must be a torch.Tensor, got {type(edge_index).__name__}")
-    if edge_index.dtype.is_floating_point or edge_index.dtype == torch.bool:
-        raise ValueError(
-            f"edge_index must hold integer node ids (int64 or int32), got {edge_index.dtype}"
-        )
-    if edge_index.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"edge_index must be int64 or int32, got {edge_index.dtype}")
+def _count(name: str, value: Any) -> int:
+    """A non-negative int from an int, a numpy integer or an integer 0-d tensor; bools and
+    floats (3.5, and 3.0 too) are refused."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1 or value.dtype.is_floating_point or value.dtype == torch.bool:
+            raise ValueError(
+                f"{name} must be an int, got a {value.dtype} tensor of {value.numel()}"
+            )
+        value = int(value)
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        raise ValueError(f"{name} must be an int, got a bool")
+    try:
+        count = operator.index(value)
+    except TypeError:
+        raise ValueError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    if not 0 <= count < _MAX_COUNT:
+        raise ValueError(f"{name} must lie in [0, 2**60), got {count}")
+    return count
+
+
+def _index_tensor(name: str, t: Any) -> Tensor:
+    """`t` as an int64 tensor: int64 or int32 accepted (int32 converted), anything else refused."""
+    if not isinstance(t, Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype not in _INDEX_DTYPES:
+        raise ValueError(f"{name} must hold integer indices (int64 or int32), got {t.dtype}")
+    return t.long()
+
+
+def _check_index(edge_index: Any, num_nodes: Any) -> tuple[Tensor, int]:
+    edge_index = _index_tensor("edge_index", edge_index)
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(edge_index.shape)}")
-    edge_index = edge_index.long()
     if edge_index.numel() and int(edge_index.min()) < 0:
         raise ValueError(f"edge_index holds a negative node id ({int(edge_index.min())})")
     inferred = int(edge_index.max()) + 1 if edge_index.numel() else 0
     if num_nodes is None:
-        num_nodes = inferred
-    elif num_nodes < 0:
-        raise ValueError(f"num_nodes must be >= 0, got {num_nodes}")
-    elif inferred > num_nodes:
+        return edge_index, inferred
+    num_nodes = _count("num_nodes", num_nodes)
+    if inferred > num_nodes:
         raise ValueError(
             f"edge_index refers to node {inferred - 1} but num_nodes is {num_nodes} "
             f"(ids must lie in [0, {num_nodes}))"
         )
-    return edge_index, int(num_nodes)
+    return edge_index, num_nodes
 
 
 def _check_edge_values(name: str, values: Optional[Tensor], num_edges: int, device) -> None:
@@ -55,7 +83,102 @@ def _check_edge_values(name: str, values: Optional[Tensor], num_edges: int, devi
     if values.dim() != 1 or values.numel() != num_edges:
         raise ValueError(f"{name} must have shape [{num_edges}], got {list(values.shape)}")
     if values.device != device:
-        raise ValueError(f"{name} is on {values.device} but edge_index is on {device}")
+        raise ValueError(f"{name} is on {values.device} but the edges are on {device}")
+
+
+def _readable(t: Tensor) -> bool:
+    """Whether `t`'s values can be checked: not while tracing, not on the meta device."""
+    return not torch.compiler.is_compiling() and t.device.type != "meta"
+
+
+def _check_edge_weight(edge_weight: Optional[Tensor], num_edges: int, device) -> None:
+    _check_edge_values("edge_weight", edge_weight, num_edges, device)
+    if edge_weight is None:
+        return
+    if not edge_weight.dtype.is_floating_point:
+        raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
+    if _readable(edge_weight) and not bool(torch.isfinite(edge_weight).all()):
+        raise ValueError("edge_weight contains NaN or infinite values")
+
+
+def _check_edge_type(edge_type: Optional[Tensor], num_edges: int, device) -> Optional[Tensor]:
+    if edge_type is None:
+        return None
+    edge_type = _index_tensor("edge_type", edge_type)
+    _check_edge_values("edge_type", edge_type, num_edges, device)
+    if _readable(edge_type) and edge_type.numel() and int(edge_type.min()) < 0:
+        raise ValueError("edge_type holds a negative relation id")
+    return edge_type
+
+
+def check_csr(rowptr: Tensor, col: Tensor, num_nodes: int) -> None:
+    """rowptr: [num_nodes + 1] offsets from 0, non-decreasing, ending at num_edges; col: ids in
+    [0, num_nodes)."""
+    if rowptr.dim() != 1 or col.dim() != 1:
+        raise ValueError(
+            f"rowptr and col must be 1-D, got shapes {list(rowptr.shape)} and {list(col.shape)}"
+        )
+    if rowptr.device != col.device:
+        raise ValueError(f"rowptr is on {rowptr.device} but col is on {col.device}")
+    if rowptr.numel() != num_nodes + 1:
+        raise ValueError(
+            f"rowptr must have num_nodes + 1 = {num_nodes + 1} entries, got {rowptr.numel()}"
+        )
+    if not _readable(rowptr):
+        return
+    first, last = int(rowptr[0]), int(rowptr[-1])
+    if first != 0 or last != col.numel():
+        raise ValueError(
+            f"rowptr must run from 0 to num_edges = {col.numel()}, got {first} to {last}"
+        )
+    if num_nodes and bool((rowptr[1:] < rowptr[:-1]).any()):
+        raise ValueError("rowptr must be non-decreasing")
+    if col.numel():
+        low, high = int(col.min()), int(col.max())
+        if low < 0 or high >= num_nodes:
+            raise ValueError(
+                f"col holds node ids in [{low}, {high}] but they must lie in [0, {num_nodes})"
+            )
+
+
+def lexsort(keys: Sequence[Tensor], sizes: Sequence[int]) -> Tensor:
+    """The stable order that sorts edges by ``keys[0]``, then ``keys[1]``, ... (key ``i`` in
+    ``[0, sizes[i])``). One argsort of a packed int64 key where the product of the sizes fits,
+    else one stable argsort per key, least significant first (the packed key would overflow)."""
+    if math.prod(max(size, 1) for size in sizes) < 2**63:
+        return torch.argsort(_packed(keys, sizes), stable=True)
+    order = torch.arange(keys[0].numel(), device=keys[0].device)
+    for key in reversed(keys):
+        order = order[torch.argsort(key[order], stable=True)]
+    return order
+
+
+def coalesce(keys: Sequence[Tensor], sizes: Sequence[int]) -> tuple[list[Tensor], Tensor]:
+    """The distinct key tuples in lexicographic order (one tensor per key) and, for each input
+    edge, the position of its tuple among them (as :func:`lexsort` for the sizes)."""
+    if math.prod(max(size, 1) for size in sizes) < 2**63:
+        unique, inverse = torch.unique(_packed(keys, sizes), sorted=True, return_inverse=True)
+        parts = []
+        for size in reversed(sizes):
+            parts.append(unique % max(size, 1))
+            unique = unique // max(size, 1)
+        return parts[::-1], inverse
+    order = lexsort(keys, sizes)
+    ordered = [key[order] for key in keys]
+    starts = torch.zeros(order.numel(), dtype=torch.bool, device=order.device)
+    starts[:1] = True
+    for key in ordered:
+        starts[1:] |= key[1:] != key[:-1]
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.cumsum(starts, 0) - 1
+    return [key[starts] for key in ordered], inverse
+
+
+def _packed(keys: Sequence[Tensor], sizes: Sequence[int]) -> Tensor:
+    packed = torch.zeros_like(keys[0])
+    for key, size in zip(keys, sizes):
+        packed = packed * max(size, 1) + key
+    return packed
 
 
 class Graph:
@@ -85,14 +208,41 @@ class Graph:
         edge_weight: Optional[Tensor] = None,
         edge_type: Optional[Tensor] = None,
     ) -> None:
-        if rowptr.numel() != num_nodes + 1:
-            raise ValueError(f"rowptr must have {num_nodes + 1} entries, got {rowptr.numel()}")
-        self.rowptr = rowptr
-        self.col = col
-        self.num_nodes = int(num_nodes)
-        self.edge_weight = edge_weight
-        self.edge_type = edge_type
+        num_nodes = _count("num_nodes", num_nodes)
+        rowptr, col = _index_tensor("rowptr", rowptr), _index_tensor("col", col)
+        check_csr(rowptr, col, num_nodes)
+        _check_edge_weight(edge_weight, col.numel(), col.device)
+        edge_type = _check_edge_type(edge_type, col.numel(), col.device)
+        self._rowptr, self._col, self._num_nodes = rowptr, col, num_nodes
+        self._edge_weight, self._edge_type = edge_weight, edge_type
+        self._versions = self._tensor_versions()
         self._cache: dict[Any, Any] = {}
+
+    # Read-only: derived structure is cached on the graph, so its tensors must not change.
+    rowptr = property(lambda self: self._rowptr, doc="[num_nodes + 1] int64 offsets into col.")
+    col = property(lambda self: self._col, doc="[num_edges] int64 source node of each edge.")
+    num_nodes = property(lambda self: self._num_nodes, doc="Number of nodes.")
+    edge_weight = property(lambda self: self._edge_weight, doc="Optional [num_edges] weights.")
+    edge_type = property(lambda self: self._edge_type, doc="Optional [num_edges] relation ids.")
+
+    def _tensor_versions(self) -> tuple:
+        return tuple(None if t is None else t._version for t in map(self.__getattribute__, _FIELDS))
+
+    def check_unmodified(self) -> None:
+        """Raises ValueError when one of the graph's tensors was modified in place since the
+        graph was built (ops call this first): the kernels and the cached transpose would
+        disagree about the graph. Edits that bypass the version counter (``.data``,
+        ``.numpy()``) are not seen here; the CPU kernels still check every index they use."""
+        if torch.compiler.is_compiling():
+            return
+        versions = self._tensor_versions()
+        if versions == self._versions:
+            return
+        changed = next(n for n, a, b in zip(_FIELDS, versions, self._versions) if a != b)
+        raise ValueError(
+            f"Graph.{changed} was modified in place after the Graph was built; Graphs are "
+            "immutable: build a new one"
+        )
 
     # ---------------------------------------------------------------- construction
     @classmethod
@@ -115,19 +265,8 @@ class Graph:
         """
         edge_index, num_nodes = _check_index(edge_index, num_nodes)
         num_edges = edge_index.size(1)
-        _check_edge_values("edge_weight", edge_weight, num_edges, edge_index.device)
-        _check_edge_values("edge_type", edge_type, num_edges, edge_index.device)
-        if edge_weight is not None:
-            if not edge_weight.dtype.is_floating_point:
-                raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
-            if not torch.compiler.is_compiling() and not bool(torch.isfinite(edge_weight).all()):
-                raise ValueError("edge_weight contains NaN or infinite values")
-        if edge_type is not None:
-            if edge_type.dtype not in (torch.int64, torch.int32):
-                raise ValueError(f"edge_type must be int64 or int32, got {edge_type.dtype}")
-            edge_type = edge_type.long()
-            if edge_type.numel() and int(edge_type.min()) < 0:
-                raise ValueError("edge_type holds a negative relation id")
+        _check_edge_weight(edge_weight, num_edges, edge_index.device)
+        edge_type = _check_edge_type(edge_type, num_edges, edge_index.device)
 
         src, dst = edge_index[0], edge_index[1]
         if symmetrize:
@@ -145,19 +284,19 @@ class Graph:
             if edge_type is not None:
                 edge_type = torch.cat([edge_type, edge_type.new_zeros(missing.numel())])
 
-        # Sort by (target, source, type) and merge equal keys.
-        key = dst * num_nodes + src
+        # Sort by (target, source, type) and merge equal keys; types are compacted first so
+        # that sparse large relation ids do not inflate the key.
+        keys, sizes = [dst, src], [num_nodes, num_nodes]
         if edge_type is not None:
-            num_types = int(edge_type.max()) + 1 if edge_type.numel() else 1
-            key = key * num_types + edge_type
-        unique_key, inverse = torch.unique(key, sorted=True, return_inverse=True)
+            type_ids, compact = torch.unique(edge_type, return_inverse=True)
+            keys.append(compact)
+            sizes.append(type_ids.numel())
+        distinct, inverse = coalesce(keys, sizes)
+        row, col = distinct[0], distinct[1]
         if edge_type is not None:
-            edge_type = unique_key % num_types
-            unique_key = unique_key // num_types
-        col = unique_key % max(num_nodes, 1)
-        row = unique_key // max(num_nodes, 1)
+            edge_type = type_ids[distinct[2]]
         if edge_weight is not None:
-            merged = edge_weight.new_zeros(unique_key.numel())
+            merged = edge_weight.new_zeros(col.numel())
             edge_weight = merged.index_add(0, inverse, edge_weight)
         counts = torch.bincount(row, minlength=num_nodes)
         rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=col.device)
@@ -216,13 +355,20 @@ class Graph:
         return self._cache[key]
 
     # ---------------------------------------------------------------- derived structure
+    def _checked(self) -> Graph:
+        """Self, after checking the CSR again: derived structure is built from the tensors as
+        they are now, which an edit through ``.data`` may have broken."""
+        self.check_unmodified()
+        check_csr(self.rowptr, self.col, self.num_nodes)
+        return self
+
     @property
     def row(self) -> Tensor:
         """``[num_edges]`` target node of each edge, in CSR order."""
         return self.cached(
             "row",
             lambda: torch.repeat_interleave(
-                torch.arange(self.num_nodes, device=self.device), self.in_degree
+                torch.arange(self.num_nodes, device=self.device), self._checked().in_degree
             ),
         )
 
@@ -240,6 +386,7 @@ class Graph:
         """The transpose, cached: a :class:`CSC` ``(colptr, row, edge_id)``."""
 
         def build():
+            self._checked()
             edge_id = torch.argsort(self.col, stable=True)
             counts = torch.bincount(self.col, minlength=self.num_nodes)
             colptr = torch.zeros(self.num_nodes + 1, dtype=torch.long, device=self.device)

@@ -37,6 +37,7 @@ struct AggregateParams {
   const int64_t* mask_arg = nullptr;  // [num_cols, F] for kMaskedSum
   const int64_t* hub_rows = nullptr;  // CUDA only: rows with degree > kHubDegree
   int64_t num_hub_rows = 0;
+  int64_t num_edges = 0;  // nnz
   int64_t num_rows = 0;
   int64_t num_cols = 0;
   int64_t num_features = 0;

@@ -7,8 +7,15 @@ namespace galfast {
 namespace {
 
 void check(const AggregateParams& p) {
-  require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0, "aggregate: negative size");
+  require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0 && p.num_edges >= 0 &&
+              p.num_hub_rows >= 0,
+          "aggregate: negative size");
+  require(p.mode == AggMode::kSum || p.mode == AggMode::kMax || p.mode == AggMode::kMaskedSum,
+          "aggregate: unknown mode");
+  require(known_dtype(p.dtype), "aggregate: unknown dtype");
   require(p.rowptr, "aggregate: rowptr not set");
+  require(p.col || p.num_edges == 0, "aggregate: col not set");
+  require(p.hub_rows || p.num_hub_rows == 0, "aggregate: hub_rows not set");
   const bool has_x = p.num_cols > 0 && p.num_features > 0;
   const bool has_out = p.num_rows > 0 && p.num_features > 0;
   require(p.x || !has_x, "aggregate: x not set");
@@ -21,8 +28,12 @@ void check(const AggregateParams& p) {
 void check(const EdgeGradParams& p) {
   require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0 && p.num_edges >= 0,
           "edge_grad: negative size");
-  require(p.rowptr && (p.num_edges == 0 || (p.col && p.grad_weight)),
+  require(known_dtype(p.dtype), "edge_grad: unknown dtype");
+  require(p.rowptr && (p.num_edges == 0 || (p.row && p.col && p.grad_weight)),
           "edge_grad: pointers not set");
+  const bool has_features = p.num_features > 0;
+  require(!has_features || ((p.num_rows == 0 || p.grad_out) && (p.num_cols == 0 || p.x)),
+          "edge_grad: grad_out/x not set");
 }
 
 }  // namespace
@@ -37,6 +48,7 @@ void bind_aggregate(py::module_& m) {
   py::class_<AggregateParams> agg(m, "AggregateParams");
   agg.def(py::init<>())
       .def_readwrite("num_hub_rows", &AggregateParams::num_hub_rows)
+      .def_readwrite("num_edges", &AggregateParams::num_edges)
       .def_readwrite("num_rows", &AggregateParams::num_rows)
       .def_readwrite("num_cols", &AggregateParams::num_cols)
       .def_readwrite("num_features", &AggregateParams::num_features)

@@ -20,6 +20,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/aggregate_row.h"
+#include "common/csr_check.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
 #include "common/tail_tile.h"
@@ -78,8 +79,19 @@ inline void generic_row(const AggregateParams& p, int64_t r, int64_t f0) {
   }
 }
 
+// Row r's edge range and the indices it gathers by lie in bounds (common/csr_check.h).
+inline void check_row(const AggregateParams& p, int64_t r) {
+  const EdgeRange edges = checked_range("aggregate", "rowptr", p.rowptr, r, p.num_edges);
+  check_indices("aggregate", "col", p.col, edges.begin, edges.end, p.num_cols);
+  // edge_id is read only for a weight or an arg (edge_ident); an unread one costs nothing.
+  if (p.edge_id && (p.weight || p.mode != AggMode::kSum)) {
+    check_indices("aggregate", "edge_id", p.edge_id, edges.begin, edges.end, p.num_edges);
+  }
+}
+
 template <typename T>
 void aggregate_row(const AggregateParams& p, int64_t r) {
+  check_row(p, r);
   if (p.mode != AggMode::kSum) return generic_row<T>(p, r, 0);
   // Register tiles of 256 and 128 bytes, the rest's multiple of 4 elements as one more tile
   // (tail_tile), then a plain loop for the last 1-3.
@@ -100,7 +112,9 @@ void edge_grad_row(const EdgeGradParams& p, int64_t r) {
   const T* __restrict x = static_cast<const T*>(p.x);
   T* __restrict gw = static_cast<T*>(p.grad_weight);
   const T rs = p.row_scale ? static_cast<const T*>(p.row_scale)[r] : T(1);
-  for (int64_t e = p.rowptr[r]; e < p.rowptr[r + 1]; ++e) {
+  const EdgeRange edges = checked_range("edge_grad", "rowptr", p.rowptr, r, p.num_edges);
+  check_indices("edge_grad", "col", p.col, edges.begin, edges.end, p.num_cols);
+  for (int64_t e = edges.begin; e < edges.end; ++e) {
     const int64_t c = p.col[e];
     const T* __restrict xr = x + c * F;
     T dot = T(0);

@@ -211,12 +211,12 @@ void launch_aggregate(const AggregateParams& p, cudaStream_t stream) {
   const int64_t blocks = (threads + kRowThreads - 1) / kRowThreads;
   if (blocks > 0) {
     aggregate_rows_kernel<T, kMode>
-        <<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(p, group);
+        <<<grid_size(blocks, "aggregate_rows_kernel"), kRowThreads, 0, stream>>>(p, group);
     GALFAST_CHECK_LAUNCH("aggregate_rows_kernel");
   }
   if (p.num_hub_rows > 0) {
     aggregate_hub_kernel<T, kMode>
-        <<<static_cast<unsigned>(p.num_hub_rows), kHubWarps * 32, 0, stream>>>(p);
+        <<<grid_size(p.num_hub_rows, "aggregate_hub_kernel"), kHubWarps * 32, 0, stream>>>(p);
     GALFAST_CHECK_LAUNCH("aggregate_hub_kernel");
   }
 }
@@ -249,7 +249,8 @@ void edge_grad_cuda(const EdgeGradParams& p, void* stream) {
   dispatch_cuda_dtype(p.dtype, [&](auto tag) {
     using T = decltype(tag);
     edge_grad_kernel<T>
-        <<<static_cast<unsigned>(blocks), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(p);
+        <<<grid_size(blocks, "edge_grad_kernel"), kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+            p);
     GALFAST_CHECK_LAUNCH("edge_grad_kernel");
   });
 }

@@ -2,7 +2,10 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <exception>
+#include <mutex>
 #include <vector>
 
 #ifdef _OPENMP
@@ -60,19 +63,51 @@ inline std::vector<int64_t> balanced_row_chunks(const int64_t* rowptr, int64_t n
   return bounds;
 }
 
+// Collects the first exception thrown inside a parallel region: an exception escaping an
+// OpenMP region terminates the process, so each iteration runs through run() and the caller
+// rethrows after the region. Once one iteration failed, the others are skipped.
+class ParallelErrors {
+ public:
+  template <typename Work>
+  void run(Work&& work) noexcept {
+    if (failed_.load(std::memory_order_relaxed)) return;
+    try {
+      work();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
+    }
+  }
+
+  void rethrow() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  std::atomic<bool> failed_{false};
+  std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
 // Runs body(r) for every row r in [0, num_rows) of a CSR (or CSC) pointer array: rows in
 // edge-balanced chunks (balanced_row_chunks), 16 per thread, handed out dynamically; one thread
 // runs a whole row. Instantiated in each kernel's translation unit with that unit's lambda, so
-// the baseline and AVX2 builds each get their own copy.
+// the baseline and AVX2 builds each get their own copy. An exception from body (a bad index,
+// a failed allocation) stops the remaining chunks and is rethrown here.
 template <typename Body>
 void for_each_row(const int64_t* rowptr, int64_t num_rows, Body body) {
   const int threads = max_threads();
   const std::vector<int64_t> chunks = balanced_row_chunks(rowptr, num_rows, 16 * threads);
   const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
+  ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t k = 0; k < num_chunks; ++k) {
-    for (int64_t r = chunks[k]; r < chunks[k + 1]; ++r) body(r);
+    errors.run([&] {
+      for (int64_t r = chunks[k]; r < chunks[k + 1]; ++r) body(r);
+    });
   }
+  errors.rethrow();
 }
 
 }  // namespace galfast

@@ -1,9 +1,10 @@
 // exp over an array, written so the compiler vectorises the loop (no library call, no branch):
 // libm's expf is an opaque call per element, which keeps the CPU GAT kernels scalar.
 // x = n ln2 + r with |r| <= ln2 / 2; exp(r) by its degree-6 Taylor polynomial (relative error
-// below 2e-7 there) and 2^n built in the float's exponent bits. Inputs are clamped to
-// [-87, 88] (so results below exp(-87) ~ 1.6e-38 come out as that, never as a subnormal or 0);
-// NaN stays NaN. float only: double keeps libm (it serves float64 checks, not speed).
+// below 2e-7 there) and 2^n built in the float's exponent bits. Inputs below ln(FLT_MIN)
+// (-inf included) give exactly 0, as the softmax needs: a -inf logit must not contribute, even
+// next to a huge feature (results are never subnormal); inputs above 88 are clamped there; NaN
+// stays NaN. float only: double keeps libm (it serves float64 checks, not speed).
 #pragma once
 
 #include <cmath>
@@ -12,8 +13,12 @@
 
 namespace galfast {
 
+// ln(FLT_MIN): below it exp(x) would be subnormal.
+constexpr float kExpUnderflow = -87.3365448f;
+
 [[gnu::always_inline]] inline float exp_approx(float x) {
-  const float low = x < -87.0f ? -87.0f : x;  // compare-selects vectorise; fmin/fmax do not
+  // compare-selects vectorise; fmin/fmax do not
+  const float low = x < kExpUnderflow ? kExpUnderflow : x;
   const float clamped = low > 88.0f ? 88.0f : low;
   // Round x / ln2 to the nearest integer by adding 1.5 * 2^23: n lands in the low mantissa bits.
   constexpr float kShift = 12582912.0f;
@@ -33,7 +38,7 @@ namespace galfast {
   p = p * r + 0.5f;
   p = p * r + 1.0f;
   p = p * r + 1.0f;
-  const float result = p * scale;
+  const float result = x < kExpUnderflow ? 0.0f : p * scale;
   return x == x ? result : x;
 }
 

@@ -14,6 +14,7 @@ void check_sizes(const Params& p) {
           "gat_aggregate: negative size");
   require(std::isfinite(p.negative_slope), "gat_aggregate: negative_slope must be finite");
   require(p.dropout >= 0.0 && p.dropout <= 1.0, "gat_aggregate: dropout must lie in [0, 1]");
+  require(known_dtype(p.dtype), "gat_aggregate: unknown dtype");
 }
 
 void check(const GatParams& p) {

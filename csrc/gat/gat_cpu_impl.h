@@ -18,6 +18,7 @@
 #include <limits>
 #include <vector>
 
+#include "common/csr_check.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
 #include "common/tail_tile.h"
@@ -128,7 +129,9 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
   const T* __restrict a_dst = static_cast<const T*>(p.alpha_dst) + i * H;
   T* __restrict out = static_cast<T*>(p.out) + i * HF;
   T* __restrict lse = static_cast<T*>(p.lse) + i * H;
-  const int64_t begin = p.rowptr[i], end = p.rowptr[i + 1], degree = end - begin;
+  const EdgeRange edges = checked_range("gat_aggregate", "rowptr", p.rowptr, i, p.num_edges);
+  check_indices("gat_aggregate", "col", p.col, edges.begin, edges.end, p.num_cols);
+  const int64_t begin = edges.begin, degree = edges.end - edges.begin;
   if (degree == 0) {
     std::fill(out, out + HF, T(0));
     std::fill(lse, lse + H, -std::numeric_limits<T>::infinity());
@@ -194,7 +197,11 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
   T* __restrict edge_grad = static_cast<T*>(p.edge_grad);
   T* __restrict grad_h = static_cast<T*>(p.grad_h) + j * HF;
   T* __restrict grad_src = static_cast<T*>(p.grad_alpha_src) + j * H;
-  const int64_t begin = p.colptr[j], end = p.colptr[j + 1], degree = end - begin;
+  const char* kernel = "gat_aggregate backward";
+  const EdgeRange edges = checked_range(kernel, "colptr", p.colptr, j, p.num_edges);
+  check_indices(kernel, "csc_row", p.csc_row, edges.begin, edges.end, p.num_rows);
+  check_indices(kernel, "csc_edge_id", p.csc_edge_id, edges.begin, edges.end, p.num_edges);
+  const int64_t begin = edges.begin, degree = edges.end - edges.begin;
   const int64_t* __restrict rows_of = p.csc_row + begin;
   const int64_t* __restrict edge_of = p.csc_edge_id + begin;
   if (degree == 0) {
@@ -262,7 +269,9 @@ void backward_dst_row(const GatBackwardParams& p, int64_t i) {
   const T* __restrict edge_grad = static_cast<const T*>(p.edge_grad);
   T* __restrict grad_dst = static_cast<T*>(p.grad_alpha_dst) + i * H;
   std::fill(grad_dst, grad_dst + H, T(0));
-  for (int64_t e = p.rowptr[i]; e < p.rowptr[i + 1]; ++e) {
+  const EdgeRange edges =
+      checked_range("gat_aggregate backward", "rowptr", p.rowptr, i, p.num_edges);
+  for (int64_t e = edges.begin; e < edges.end; ++e) {
     for (int64_t k = 0; k < H; ++k) grad_dst[k] += edge_grad[e * H + k];
   }
 }

@@ -199,7 +199,7 @@ __global__ void gat_backward_dst_kernel(GatBackwardParams p, int size) {
 }
 
 unsigned num_blocks(int64_t nodes, int64_t heads, int size) {
-  return static_cast<unsigned>((nodes * heads * size + kThreads - 1) / kThreads);
+  return grid_size((nodes * heads * size + kThreads - 1) / kThreads, "gat_aggregate");
 }
 
 }  // namespace

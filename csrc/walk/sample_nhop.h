@@ -24,9 +24,9 @@
 // (seed, walk_offset + i, starts[i], graph): identical on CPU and CUDA, for any thread count,
 // batch size or chunking.
 //
-// Preconditions (the Python layer guarantees them): every row of out_nbr and in_nbr is sorted
-// ascending without repeats, the adjacency has fewer than 2^32 edges, starts lie in
-// [0, num_nodes), 1 <= hops <= kMaxHops (kExact: hops <= kMaxExactHops).
+// Preconditions (the Python layer guarantees them; it builds the adjacency privately): every row of
+// out_nbr and in_nbr is sorted ascending without repeats, the adjacency has fewer than 2^32 edges,
+// starts lie in [0, num_nodes), 1 <= hops <= kMaxHops (kExact: hops <= kMaxExactHops).
 #pragma once
 
 #include <cstdint>
@@ -58,7 +58,12 @@ struct SampleNhopParams {
   uint64_t walk_offset = 0;  // number of walk 0 in the Philox counter
   uint64_t seed = 0;
   int hops = 1;
-  uint32_t max_retries = 0;  // kExact only
+  uint32_t max_retries = 0;  // kExact only: the last attempt a walk may make
+  // kExact only: the first attempt. Above 0, a later round of attempts of the same walks (a
+  // long batch runs in rounds so it can be interrupted between them): walks whose end is
+  // already set (>= 0) are left as they are, the others start again at this attempt, exactly
+  // as if their earlier attempts had just failed within this call.
+  uint32_t first_attempt = 0;
   WalkMode mode = WalkMode::kPaper;
   IndexType index_type = IndexType::kInt64;
 };

@@ -22,6 +22,8 @@ void check(const SampleNhopParams& p) {
           "sample_nhop: pointers not set");
   require(p.mode != WalkMode::kExact || (p.in_ptr && p.in_nbr),
           "sample_nhop: exact mode needs in_ptr/in_nbr");
+  require(p.first_attempt == 0 || (p.mode == WalkMode::kExact && p.first_attempt <= p.max_retries),
+          "sample_nhop: first_attempt must be 0, or at most max_retries in exact mode");
 }
 
 // On the CPU the starts are host memory, so their range is cheap to check here too.
@@ -56,6 +58,7 @@ void bind_sample_nhop(py::module_& m) {
       .def_readwrite("seed", &SampleNhopParams::seed)
       .def_readwrite("hops", &SampleNhopParams::hops)
       .def_readwrite("max_retries", &SampleNhopParams::max_retries)
+      .def_readwrite("first_attempt", &SampleNhopParams::first_attempt)
       .def_readwrite("mode", &SampleNhopParams::mode)
       .def_readwrite("index_type", &SampleNhopParams::index_type);
   pointer_field(walk, "out_ptr", &SampleNhopParams::out_ptr);

@@ -99,9 +99,13 @@ class WalkRing {
   int launch(int r) {
     NhopWalker<Index>& w = walkers_[r];
     while (next_ != end_) {
+      if (walk_done_before(p_, next_)) {
+        ++next_;
+        continue;
+      }
       index_[r] = next_;
       walker_start(w, p_.walk_offset + static_cast<uint64_t>(next_),
-                   static_cast<Index>(p_.starts[next_]));
+                   static_cast<Index>(p_.starts[next_]), p_.first_attempt);
       ++next_;
       if (offsets_cached_) walker_read_row(w, g_, blocks_);
       if (w.phase == NhopWalker<Index>::kRow) {
@@ -146,10 +150,13 @@ template <typename Index>
 void sample_nhop_typed(const SampleNhopParams& p) {
   const WalkGraph<Index> g = walk_graph<Index>(p);
   const int64_t num_chunks = (p.num_walks + kChunk - 1) / kChunk;
+  ParallelErrors errors;
 #pragma omp parallel for num_threads(threads_for(p, g)) schedule(dynamic, 1)
   for (int64_t c = 0; c < num_chunks; ++c) {
-    WalkRing<Index>(p, g, c * kChunk, std::min(p.num_walks, (c + 1) * kChunk)).run();
+    errors.run(
+        [&] { WalkRing<Index>(p, g, c * kChunk, std::min(p.num_walks, (c + 1) * kChunk)).run(); });
   }
+  errors.rethrow();
 }
 
 }  // namespace

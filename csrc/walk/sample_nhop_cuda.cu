@@ -16,10 +16,11 @@ constexpr int kThreads = 128;
 template <typename Index>
 __global__ void sample_nhop_kernel(SampleNhopParams p, WalkGraph<Index> g) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= p.num_walks) return;
+  if (i >= p.num_walks || walk_done_before(p, i)) return;
   NhopWalker<Index> w;
   FreshBlocks blocks;
-  walker_start(w, p.walk_offset + static_cast<uint64_t>(i), static_cast<Index>(p.starts[i]));
+  walker_start(w, p.walk_offset + static_cast<uint64_t>(i), static_cast<Index>(p.starts[i]),
+               p.first_attempt);
   while (w.phase != NhopWalker<Index>::kDone) {
     if (w.phase == NhopWalker<Index>::kRow) {
       walker_read_row(w, g, blocks);
@@ -34,7 +35,7 @@ template <typename Index>
 void launch(const SampleNhopParams& p, cudaStream_t stream) {
   const int64_t blocks = (p.num_walks + kThreads - 1) / kThreads;
   sample_nhop_kernel<Index>
-      <<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(p, walk_graph<Index>(p));
+      <<<grid_size(blocks, "sample_nhop_kernel"), kThreads, 0, stream>>>(p, walk_graph<Index>(p));
   GALFAST_CHECK_LAUNCH("sample_nhop_kernel");
 }
 

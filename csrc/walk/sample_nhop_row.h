@@ -25,6 +25,7 @@ struct WalkGraph {
   uint64_t seed;
   int hops;
   uint32_t max_retries;
+  uint32_t first_attempt;
   WalkMode mode;
 };
 
@@ -37,6 +38,7 @@ inline WalkGraph<Index> walk_graph(const SampleNhopParams& p) {
                           p.seed,
                           p.hops,
                           p.max_retries,
+                          p.first_attempt,
                           p.mode};
 }
 
@@ -267,10 +269,11 @@ GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g, Blo
 }
 
 template <typename Index>
-GALFAST_HD void walker_start(NhopWalker<Index>& w, uint64_t walk, Index start) {
+GALFAST_HD void walker_start(NhopWalker<Index>& w, uint64_t walk, Index start,
+                             uint32_t first_attempt) {
   w.walk = walk;
   w.start = start;
-  w.attempt = 0;
+  w.attempt = first_attempt;
   w.end = Index(-1);
   walker_restart(w);
 }
@@ -304,6 +307,11 @@ GALFAST_HD void walker_offer(NhopWalker<Index>& w, const WalkGraph<Index>& g, In
   } else {
     walker_retry_or_fail(w, g);
   }
+}
+
+// In a later round of attempts (SampleNhopParams::first_attempt), walk i already succeeded.
+GALFAST_HD bool walk_done_before(const SampleNhopParams& p, int64_t i) {
+  return p.first_attempt > 0 && p.end[i] >= 0;
 }
 
 // Writes walk i's result: the end, and its path (start, one node per hop taken by the final

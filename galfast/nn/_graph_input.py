@@ -4,7 +4,9 @@ into a Graph plus edge weights in its CSR order.
 An ``edge_index`` is read the way PyG reads it: every column is one edge, so parallel
 (duplicate) edges stay separate edges, and self loops are ordinary edges. Its CSR is built
 once per tensor and reused while that tensor lives and is not modified in place (the cache is
-keyed on the tensor's identity and version and dropped when the tensor is freed), so calling
+keyed on the tensor's identity and version and dropped when the tensor is freed; a copy of the
+tensor is compared on each hit too, since edits through ``.data`` or ``.numpy()`` leave the
+version unchanged: one comparison, cheap next to a layer), so calling
 several layers, or many epochs, with the same ``edge_index`` sorts it only once. Passing a
 Graph skips even that look-up and is the fast path.
 """
@@ -17,18 +19,18 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-from galfast.graph import Graph, _check_index
+from galfast.graph import Graph, _check_index, lexsort
 
 __all__ = ["csr_from_coo", "graph_input", "unweighted"]
 
-# id(edge_index) -> (weak reference, tensor version, num_nodes, Graph, input order)
-_GRAPHS: dict[int, tuple[weakref.ref, int, int, Graph, Tensor]] = {}
+# id(edge_index) -> (weak reference, tensor version, copy, num_nodes, Graph, input order)
+_GRAPHS: dict[int, tuple[weakref.ref, int, Tensor, int, Graph, Tensor]] = {}
 
 
 def csr_from_coo(rows: Tensor, cols: Tensor, num_nodes: int) -> tuple[Graph, Tensor]:
     """The Graph with edges ``cols[e] -> rows[e]``, parallel edges kept, sorted by (row, col)
     with ties in input order; returns it and ``order``, the input position of each CSR edge."""
-    order = torch.argsort(rows * num_nodes + cols, stable=True)
+    order = lexsort([rows, cols], [num_nodes, num_nodes])
     rows = rows[order]
     rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=rows.device)
     rowptr[1:] = torch.cumsum(torch.bincount(rows, minlength=num_nodes), 0)
@@ -40,8 +42,13 @@ def csr_from_coo(rows: Tensor, cols: Tensor, num_nodes: int) -> tuple[Graph, Ten
 def _edge_index_graph(edge_index: Tensor, num_nodes: int) -> tuple[Graph, Tensor]:
     hit = _GRAPHS.get(id(edge_index))
     if hit is not None:
-        ref, version, nodes, graph, order = hit
-        if ref() is edge_index and version == edge_index._version and nodes == num_nodes:
+        ref, version, copy, nodes, graph, order = hit
+        if (
+            ref() is edge_index
+            and version == edge_index._version
+            and nodes == num_nodes
+            and torch.equal(copy, edge_index)
+        ):
             return graph, order
     checked, num_nodes = _check_index(edge_index, num_nodes)
     graph, order = csr_from_coo(checked[1], checked[0], num_nodes)
@@ -49,6 +56,7 @@ def _edge_index_graph(edge_index: Tensor, num_nodes: int) -> tuple[Graph, Tensor
     _GRAPHS[key] = (
         weakref.ref(edge_index, lambda _: _GRAPHS.pop(key, None)),
         edge_index._version,
+        edge_index.clone(),
         num_nodes,
         graph,
         order,

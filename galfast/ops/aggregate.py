@@ -50,6 +50,7 @@ def launch_aggregate(
     p.x, p.out, p.arg, p.mask_arg = ptr(x), ptr(out), ptr(arg), ptr(mask_arg)
     p.hub_rows, p.num_hub_rows = ptr(hub_rows), hub_rows.numel()  # CUDA only; empty on CPU
     p.num_rows, p.num_cols, p.num_features = rowptr.numel() - 1, x.size(0), x.size(1)
+    p.num_edges = col.numel()
     p.mode = _C.AggMode(mode)
     p.dtype = kernel_dtype(x.dtype)
     run_kernel("aggregate", p, x.device)
@@ -174,6 +175,7 @@ def _check_inputs(
 ) -> None:
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
+    graph.check_unmodified()
     if reduce not in _REDUCES:
         raise ValueError(f"reduce must be one of {_REDUCES}, got {reduce!r}")
     if norm not in _NORMS:
@@ -190,6 +192,10 @@ def _check_inputs(
         )
     check_float_dtype("x", x)
     if edge_weight is not None:
+        if not isinstance(edge_weight, Tensor):
+            raise ValueError(
+                f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}"
+            )
         if edge_weight.shape != (graph.num_edges,):
             raise ValueError(
                 f"edge_weight must have shape [{graph.num_edges}] (CSR edge order), "
@@ -199,6 +205,8 @@ def _check_inputs(
             raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
         if not edge_weight.dtype.is_floating_point:
             raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
+        if not tracing() and not bool(torch.isfinite(edge_weight).all()):
+            raise ValueError("edge_weight contains NaN or infinite values")
 
 
 def aggregate(

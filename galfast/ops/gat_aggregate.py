@@ -7,6 +7,7 @@ log-sum-exp. The backward kernels recompute the attention from it (see csrc/gat/
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Optional
 
 import torch
@@ -131,6 +132,7 @@ def _check_inputs(
 ) -> None:
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
+    graph.check_unmodified()
     for name, t in (("h", h), ("alpha_src", alpha_src), ("alpha_dst", alpha_dst)):
         if not isinstance(t, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -153,12 +155,18 @@ def _check_inputs(
             f"h is on {h.device} but the graph is on {graph.device}; use graph.to(h.device)"
         )
     check_float_dtype("h", h)
+    for name, value in (("dropout", dropout), ("negative_slope", negative_slope)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ValueError(f"{name} must be a float, got {type(value).__name__}")
     if not (0.0 <= dropout <= 1.0):
         raise ValueError(f"dropout must lie in [0, 1], got {dropout}")
     if not math.isfinite(negative_slope):
         raise ValueError(f"negative_slope must be finite, got {negative_slope}")
-    if seed is not None and not 0 <= seed < 2**63:
-        raise ValueError(f"seed must lie in [0, 2**63), got {seed}")
+    if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+            raise ValueError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+        if not 0 <= seed < 2**63:
+            raise ValueError(f"seed must lie in [0, 2**63), got {seed}")
 
 
 def gat_aggregate(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from typing import Union
 
 import torch
 from torch import Tensor
 
 from galfast._native import _C
-from galfast.graph import Graph
+from galfast.graph import Graph, check_csr, coalesce
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["sample_nhop"]
@@ -18,6 +19,12 @@ MODES = {name.lower(): int(mode) for name, mode in _C.WalkMode.__members__.items
 MAX_HOPS = int(_C.NHOP_MAX_HOPS)
 MAX_EXACT_HOPS = int(_C.NHOP_MAX_EXACT_HOPS)
 _UINT32 = 2**32
+# Exact walks that keep failing are refused beyond this many retries: a walk that failed 2^20
+# times will not succeed, and the budget only turns a mistake into minutes of work.
+MAX_RETRIES = 2**20
+# A CPU batch runs in rounds of about this many hops of work (walks x attempts x hops per
+# attempt), a fraction of a second each, so Ctrl-C is seen between rounds.
+_HOPS_PER_ROUND = 2**22
 
 
 def _sorted_distinct_rows(
@@ -25,15 +32,14 @@ def _sorted_distinct_rows(
 ) -> tuple[Tensor, Tensor]:
     """The CSR (ptr, other) of edges grouped by `owner`, with every row sorted and repeats
     removed. Rows that a Graph built are already so: then this costs one comparison."""
-    n = max(num_nodes, 1)
-    key = owner * n + other
-    if bool((key[1:] > key[:-1]).all()):
+    same_row = owner[1:] == owner[:-1]
+    if bool(((owner[1:] > owner[:-1]) | (same_row & (other[1:] > other[:-1]))).all()):
         return ptr, other
-    key = torch.unique(key, sorted=True)
-    counts = torch.bincount(key // n, minlength=num_nodes)
-    ptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=key.device)
+    (owner, other), _ = coalesce([owner, other], [num_nodes, num_nodes])
+    counts = torch.bincount(owner, minlength=num_nodes)
+    ptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=owner.device)
     ptr[1:] = torch.cumsum(counts, 0)
-    return ptr, key % n
+    return ptr, other
 
 
 def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
@@ -57,8 +63,14 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         )
         in_ptr, in_nbr = _sorted_distinct_rows(graph.rowptr, graph.row, graph.col, graph.num_nodes)
         undirected = torch.equal(out_ptr, in_ptr) and torch.equal(out_nbr, in_nbr)
-        if graph.num_edges < 2**31 and graph.num_nodes < 2**31:
-            out_ptr, out_nbr, in_ptr, in_nbr = (t.int() for t in (out_ptr, out_nbr, in_ptr, in_nbr))
+        # The kernel trusts these arrays: check them once, and keep private copies (int32, or
+        # clones) that no edit of the graph's own tensors can reach.
+        check_csr(out_ptr, out_nbr, graph.num_nodes)
+        check_csr(in_ptr, in_nbr, graph.num_nodes)
+        small = graph.num_edges < 2**31 and graph.num_nodes < 2**31
+        out_ptr, out_nbr, in_ptr, in_nbr = (
+            t.int() if small else t.clone() for t in (out_ptr, out_nbr, in_ptr, in_nbr)
+        )
         if undirected:
             in_ptr, in_nbr = out_ptr, out_nbr
         return out_ptr, out_nbr, in_ptr, in_nbr
@@ -91,15 +103,52 @@ def launch_sample_nhop(
     end, paths = _sample_nhop_outputs(starts, hops, return_paths)
     p = _C.SampleNhopParams()
     p.out_ptr, p.out_nbr, p.in_ptr, p.in_nbr = ptr(out_ptr), ptr(out_nbr), ptr(in_ptr), ptr(in_nbr)
-    p.starts, p.end = ptr(starts), ptr(end)
-    p.paths = ptr(paths) if return_paths else 0
-    p.num_nodes, p.num_walks = out_ptr.numel() - 1, starts.numel()
-    p.walk_offset, p.seed = walk_offset, (seed_hi << 32) | seed_lo
-    p.hops, p.max_retries = hops, max_retries
+    p.num_nodes = out_ptr.numel() - 1
+    p.seed = (seed_hi << 32) | seed_lo
+    p.hops = hops
     p.mode = _C.WalkMode(mode)
     p.index_type = _C.IndexType.INT32 if out_nbr.dtype == torch.int32 else _C.IndexType.INT64
-    run_kernel("sample_nhop", p, starts.device)
+    exact = mode == MODES["exact"]
+    if starts.device.type == "cuda":  # one launch: a GPU kernel cannot stop half-way anyway
+        _set_walks(p, starts, end, paths, return_paths, 0, starts.numel(), walk_offset)
+        p.max_retries = max_retries
+        run_kernel("sample_nhop", p, starts.device)
+        return end, paths
+    cost = _walk_cost(out_ptr, hops, exact)
+    num_walks, begin = starts.numel(), 0
+    while begin < num_walks:
+        count = min(num_walks - begin, max(1, _HOPS_PER_ROUND // cost))
+        _set_walks(p, starts, end, paths, return_paths, begin, count, walk_offset)
+        first, pending = 0, count
+        while True:  # rounds of attempts; only exact mode retries
+            last = min(max_retries, first + max(1, _HOPS_PER_ROUND // (cost * pending)) - 1)
+            p.first_attempt, p.max_retries = first, last if exact else max_retries
+            run_kernel("sample_nhop", p, starts.device)
+            if not exact or last == max_retries:
+                break
+            pending = int((end[begin : begin + count] < 0).sum())
+            if pending == 0:
+                break
+            first = last + 1
+        begin += count
     return end, paths
+
+
+def _set_walks(p, starts, end, paths, return_paths, begin, count, walk_offset) -> None:
+    """Points `p` at walks [begin, begin + count) of the batch."""
+    p.starts, p.end = ptr(starts[begin:]), ptr(end[begin:])
+    p.paths = ptr(paths[begin:]) if return_paths else 0
+    p.num_walks, p.walk_offset = count, walk_offset + begin
+
+
+def _walk_cost(out_ptr: Tensor, hops: int, exact: bool) -> int:
+    """Estimated hops of work per walk attempt; exact mode's distance check for hops >= 3
+    searches about (average degree)^(hops - 2) rows (as csrc/walk/sample_nhop_cpu.cpp)."""
+    num_nodes = out_ptr.numel() - 1
+    if not exact or hops < 3 or num_nodes == 0:
+        return hops
+    average_degree = max(int(out_ptr[-1]) / num_nodes, 1.0)
+    return hops + math.ceil(average_degree ** (hops - 2))
 
 
 _sample_nhop_op = kernel_op("sample_nhop", launch_sample_nhop, _sample_nhop_outputs)
@@ -123,12 +172,13 @@ def _check_inputs(
 ) -> None:
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
-    if mode not in MODES:
+    graph.check_unmodified()
+    if not isinstance(mode, str) or mode not in MODES:
         raise ValueError(f"mode must be one of {tuple(MODES)}, got {mode!r}")
     max_hops = MAX_EXACT_HOPS if mode == "exact" else MAX_HOPS
     _check_int("hops", hops, 1, max_hops + 1)
     _check_int("seed", seed, 0, 2**64)
-    _check_int("max_retries", max_retries, 0, 2**31)
+    _check_int("max_retries", max_retries, 0, MAX_RETRIES + 1)
     if not isinstance(starts, Tensor):
         raise ValueError(f"starts must be a torch.Tensor, got {type(starts).__name__}")
     if starts.dtype not in (torch.int64, torch.int32):
@@ -201,7 +251,9 @@ def sample_nhop(
             the neighbourhood attack's pairing (a uniform out-neighbour).
         seed: int in ``[0, 2^64)``, keyword-only.
         mode: ``"paper"`` (default), ``"simple"`` or ``"exact"``.
-        max_retries: retries per walk in exact mode (ignored otherwise), ``>= 0``.
+        max_retries: retries per walk in exact mode (ignored otherwise), in
+            ``[0, 2^20]``. A long batch on the CPU runs in rounds of a fraction of a second
+            each, so it can be interrupted (Ctrl-C); results do not depend on the rounds.
         return_paths: also return the paths.
         walk_offset: number of walk 0 in the random stream (to split a batch reproducibly).
 
