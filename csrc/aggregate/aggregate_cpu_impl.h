@@ -79,9 +79,10 @@ inline void generic_row(const AggregateParams& p, int64_t r, int64_t f0) {
   }
 }
 
-// Row r's edge range and the indices it gathers by lie in bounds (common/csr_check.h).
-inline void check_row(const AggregateParams& p, int64_t r) {
-  const EdgeRange edges = checked_range("aggregate", "rowptr", p.rowptr, r, p.num_edges);
+// Rows [first, last): their edge ranges and the indices they gather by lie in bounds
+// (common/csr_check.h).
+inline void check_rows(const AggregateParams& p, int64_t first, int64_t last) {
+  const EdgeRange edges = checked_rows("aggregate", "rowptr", p.rowptr, first, last, p.num_edges);
   check_indices("aggregate", "col", p.col, edges.begin, edges.end, p.num_cols);
   // edge_id is read only for a weight or an arg (edge_ident); an unread one costs nothing.
   if (p.edge_id && (p.weight || p.mode != AggMode::kSum)) {
@@ -89,9 +90,13 @@ inline void check_row(const AggregateParams& p, int64_t r) {
   }
 }
 
+inline void check_rows(const EdgeGradParams& p, int64_t first, int64_t last) {
+  const EdgeRange edges = checked_rows("edge_grad", "rowptr", p.rowptr, first, last, p.num_edges);
+  check_indices("edge_grad", "col", p.col, edges.begin, edges.end, p.num_cols);
+}
+
 template <typename T>
 void aggregate_row(const AggregateParams& p, int64_t r) {
-  check_row(p, r);
   if (p.mode != AggMode::kSum) return generic_row<T>(p, r, 0);
   // Register tiles of 256 and 128 bytes, the rest's multiple of 4 elements as one more tile
   // (tail_tile), then a plain loop for the last 1-3.
@@ -112,9 +117,7 @@ void edge_grad_row(const EdgeGradParams& p, int64_t r) {
   const T* __restrict x = static_cast<const T*>(p.x);
   T* __restrict gw = static_cast<T*>(p.grad_weight);
   const T rs = p.row_scale ? static_cast<const T*>(p.row_scale)[r] : T(1);
-  const EdgeRange edges = checked_range("edge_grad", "rowptr", p.rowptr, r, p.num_edges);
-  check_indices("edge_grad", "col", p.col, edges.begin, edges.end, p.num_cols);
-  for (int64_t e = edges.begin; e < edges.end; ++e) {
+  for (int64_t e = p.rowptr[r]; e < p.rowptr[r + 1]; ++e) {
     const int64_t c = p.col[e];
     const T* __restrict xr = x + c * F;
     T dot = T(0);
@@ -132,12 +135,13 @@ void edge_grad_row(const EdgeGradParams& p, int64_t r) {
 }  // namespace
 
 void aggregate(const AggregateParams& p) {
+  const auto check = [&](int64_t first, int64_t last) { check_rows(p, first, last); };
   switch (p.dtype) {
     case DType::kFloat32:
-      for_each_row(p.rowptr, p.num_rows, [&](int64_t r) { aggregate_row<float>(p, r); });
+      for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { aggregate_row<float>(p, r); });
       break;
     case DType::kFloat64:
-      for_each_row(p.rowptr, p.num_rows, [&](int64_t r) { aggregate_row<double>(p, r); });
+      for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { aggregate_row<double>(p, r); });
       break;
     default:
       throw std::invalid_argument(
@@ -146,12 +150,13 @@ void aggregate(const AggregateParams& p) {
 }
 
 void edge_grad(const EdgeGradParams& p) {
+  const auto check = [&](int64_t first, int64_t last) { check_rows(p, first, last); };
   switch (p.dtype) {
     case DType::kFloat32:
-      for_each_row(p.rowptr, p.num_rows, [&](int64_t r) { edge_grad_row<float>(p, r); });
+      for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { edge_grad_row<float>(p, r); });
       break;
     case DType::kFloat64:
-      for_each_row(p.rowptr, p.num_rows, [&](int64_t r) { edge_grad_row<double>(p, r); });
+      for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { edge_grad_row<double>(p, r); });
       break;
     default:
       throw std::invalid_argument(

@@ -64,19 +64,26 @@ inline std::vector<int64_t> balanced_row_chunks(const int64_t* rowptr, int64_t n
 }
 
 // Collects the first exception thrown inside a parallel region: an exception escaping an
-// OpenMP region terminates the process, so each iteration runs through run() and the caller
+// OpenMP region terminates the process, so each iteration catches and records it and the caller
 // rethrows after the region. Once one iteration failed, the others are skipped.
 class ParallelErrors {
  public:
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+
+  // Call from a catch block.
+  void capture() noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!error_) error_ = std::current_exception();
+    failed_.store(true, std::memory_order_relaxed);
+  }
+
   template <typename Work>
   void run(Work&& work) noexcept {
-    if (failed_.load(std::memory_order_relaxed)) return;
+    if (failed()) return;
     try {
       work();
     } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!error_) error_ = std::current_exception();
-      failed_.store(true, std::memory_order_relaxed);
+      capture();
     }
   }
 
@@ -92,20 +99,28 @@ class ParallelErrors {
 
 // Runs body(r) for every row r in [0, num_rows) of a CSR (or CSC) pointer array: rows in
 // edge-balanced chunks (balanced_row_chunks), 16 per thread, handed out dynamically; one thread
-// runs a whole row. Instantiated in each kernel's translation unit with that unit's lambda, so
-// the baseline and AVX2 builds each get their own copy. An exception from body (a bad index,
-// a failed allocation) stops the remaining chunks and is rethrown here.
-template <typename Body>
-void for_each_row(const int64_t* rowptr, int64_t num_rows, Body body) {
+// runs a whole row. check_chunk(first, last) runs before a chunk's rows: the kernels check the
+// indices a chunk gathers by there, in one long vectorised pass (per row, the same checks cost
+// 10-25% of the aggregation on rows of ~10 edges). Instantiated in each kernel's translation
+// unit with that unit's lambdas, so the baseline and AVX2 builds each get their own copy. An
+// exception (a bad index, a failed allocation) stops the remaining chunks and is rethrown here.
+template <typename CheckChunk, typename Body>
+void for_each_row(const int64_t* rowptr, int64_t num_rows, CheckChunk check_chunk, Body body) {
   const int threads = max_threads();
   const std::vector<int64_t> chunks = balanced_row_chunks(rowptr, num_rows, 16 * threads);
   const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
   ParallelErrors errors;
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t k = 0; k < num_chunks; ++k) {
-    errors.run([&] {
+    if (errors.failed()) continue;
+    // The try block holds the plain loop, not a lambda around it: wrapped in one, the rows'
+    // bodies were compiled ~30% slower (measured on the aggregation).
+    try {
+      check_chunk(chunks[k], chunks[k + 1]);
       for (int64_t r = chunks[k]; r < chunks[k + 1]; ++r) body(r);
-    });
+    } catch (...) {
+      errors.capture();
+    }
   }
   errors.rethrow();
 }

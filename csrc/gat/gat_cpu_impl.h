@@ -129,9 +129,7 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
   const T* __restrict a_dst = static_cast<const T*>(p.alpha_dst) + i * H;
   T* __restrict out = static_cast<T*>(p.out) + i * HF;
   T* __restrict lse = static_cast<T*>(p.lse) + i * H;
-  const EdgeRange edges = checked_range("gat_aggregate", "rowptr", p.rowptr, i, p.num_edges);
-  check_indices("gat_aggregate", "col", p.col, edges.begin, edges.end, p.num_cols);
-  const int64_t begin = edges.begin, degree = edges.end - edges.begin;
+  const int64_t begin = p.rowptr[i], degree = p.rowptr[i + 1] - begin;
   if (degree == 0) {
     std::fill(out, out + HF, T(0));
     std::fill(lse, lse + H, -std::numeric_limits<T>::infinity());
@@ -197,11 +195,7 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
   T* __restrict edge_grad = static_cast<T*>(p.edge_grad);
   T* __restrict grad_h = static_cast<T*>(p.grad_h) + j * HF;
   T* __restrict grad_src = static_cast<T*>(p.grad_alpha_src) + j * H;
-  const char* kernel = "gat_aggregate backward";
-  const EdgeRange edges = checked_range(kernel, "colptr", p.colptr, j, p.num_edges);
-  check_indices(kernel, "csc_row", p.csc_row, edges.begin, edges.end, p.num_rows);
-  check_indices(kernel, "csc_edge_id", p.csc_edge_id, edges.begin, edges.end, p.num_edges);
-  const int64_t begin = edges.begin, degree = edges.end - edges.begin;
+  const int64_t begin = p.colptr[j], degree = p.colptr[j + 1] - begin;
   const int64_t* __restrict rows_of = p.csc_row + begin;
   const int64_t* __restrict edge_of = p.csc_edge_id + begin;
   if (degree == 0) {
@@ -269,26 +263,53 @@ void backward_dst_row(const GatBackwardParams& p, int64_t i) {
   const T* __restrict edge_grad = static_cast<const T*>(p.edge_grad);
   T* __restrict grad_dst = static_cast<T*>(p.grad_alpha_dst) + i * H;
   std::fill(grad_dst, grad_dst + H, T(0));
-  const EdgeRange edges =
-      checked_range("gat_aggregate backward", "rowptr", p.rowptr, i, p.num_edges);
-  for (int64_t e = edges.begin; e < edges.end; ++e) {
+  for (int64_t e = p.rowptr[i]; e < p.rowptr[i + 1]; ++e) {
     for (int64_t k = 0; k < H; ++k) grad_dst[k] += edge_grad[e * H + k];
   }
+}
+
+// Rows [first, last) of the CSR (forward and the two row passes of the backward) or of the
+// CSC (the column pass): edge ranges and gathered indices in bounds (common/csr_check.h).
+inline void check_csr_rows(const char* kernel, const int64_t* rowptr, const int64_t* col,
+                           int64_t num_edges, int64_t num_cols, int64_t first, int64_t last) {
+  const EdgeRange edges = checked_rows(kernel, "rowptr", rowptr, first, last, num_edges);
+  if (col) check_indices(kernel, "col", col, edges.begin, edges.end, num_cols);
+}
+
+inline void check_csc_columns(const GatBackwardParams& p, int64_t first, int64_t last) {
+  const char* kernel = "gat_aggregate backward";
+  const EdgeRange edges = checked_rows(kernel, "colptr", p.colptr, first, last, p.num_edges);
+  check_indices(kernel, "csc_row", p.csc_row, edges.begin, edges.end, p.num_rows);
+  check_indices(kernel, "csc_edge_id", p.csc_edge_id, edges.begin, edges.end, p.num_edges);
 }
 
 template <typename T>
 void forward(const GatParams& p) {
   const AttentionDropout drop(p.dropout, p.seed);
-  for_each_row(p.rowptr, p.num_rows, [&](int64_t i) { forward_row<T>(p, drop, i); });
+  const auto check = [&](int64_t first, int64_t last) {
+    check_csr_rows("gat_aggregate", p.rowptr, p.col, p.num_edges, p.num_cols, first, last);
+  };
+  for_each_row(p.rowptr, p.num_rows, check, [&](int64_t i) { forward_row<T>(p, drop, i); });
 }
 
 template <typename T>
 void backward(const GatBackwardParams& p) {
   const AttentionDropout drop(p.dropout, p.seed);
+  const char* kernel = "gat_aggregate backward";
+  const auto no_edges_read = [](int64_t, int64_t) {};
+  const auto check_columns = [&](int64_t first, int64_t last) {
+    check_csc_columns(p, first, last);
+  };
+  const auto check_row_ranges = [&](int64_t first, int64_t last) {
+    check_csr_rows(kernel, p.rowptr, nullptr, p.num_edges, p.num_cols, first, last);
+  };
   // Each pass reads what the one before wrote (delta, then edge_grad).
-  for_each_row(p.rowptr, p.num_rows, [&](int64_t i) { backward_delta_row<T>(p, i); });
-  for_each_row(p.colptr, p.num_cols, [&](int64_t j) { backward_col<T>(p, drop, j); });
-  for_each_row(p.rowptr, p.num_rows, [&](int64_t i) { backward_dst_row<T>(p, i); });
+  for_each_row(p.rowptr, p.num_rows, no_edges_read,
+               [&](int64_t i) { backward_delta_row<T>(p, i); });
+  for_each_row(p.colptr, p.num_cols, check_columns,
+               [&](int64_t j) { backward_col<T>(p, drop, j); });
+  for_each_row(p.rowptr, p.num_rows, check_row_ranges,
+               [&](int64_t i) { backward_dst_row<T>(p, i); });
 }
 
 }  // namespace
