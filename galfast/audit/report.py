@@ -111,7 +111,11 @@ class AuditReport:
         95% interval over seeds, and the majority baseline."""
         summary = cell.metrics[cell.primary]
         low, high = summary.ci
-        config = ", ".join(f"{k}={v}" for k, v in cell.config.items() if k != "reads")
+        config = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in cell.config.items()
+            if k != "reads"
+        )
         reads = cell.config.get("reads")
         return (
             f"worst case for {cell.attribute}: {cell.attacker} on the {cell.attack} attack"
