@@ -1,8 +1,9 @@
 """Post-hoc auditing: worst-case attackers on frozen embeddings, with a printable report."""
 
-from galfast.audit.audit_embeddings import audit
+from galfast.audit.audit_embeddings import STRENGTHS, audit
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.report import AttackResult, AuditReport
+from galfast.audit.search import SearchConfig
 from galfast.audit.split import AUDIT_TEST_FRACTION, audit_split
 from galfast.audit.stats import MetricSummary, summarize
 
@@ -11,6 +12,8 @@ __all__ = [
     "AttackResult",
     "AuditReport",
     "MetricSummary",
+    "STRENGTHS",
+    "SearchConfig",
     "TradeoffBound",
     "audit",
     "audit_split",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -12,9 +13,18 @@ from tqdm.auto import tqdm
 
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
+from galfast.audit.cells import cell_result, mean_metrics
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
-from galfast.audit.stats import summarize
+from galfast.audit.search import SearchConfig
+from galfast.audit.strong_attacks import (
+    STRONG_FAMILIES,
+    StrongSplit,
+    applies,
+    make_folds,
+    run_strong_attack,
+)
+from galfast.audit.threads import attacker_threads
 from galfast.gal.pairing import (
     WALK_MODES,
     Pairing,
@@ -27,7 +37,11 @@ from galfast.gal.seeding import derive_seed
 from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
 
-__all__ = ["audit"]
+__all__ = ["STRENGTHS", "audit"]
+
+# "fast": the fixed attackers the paper used (an MLP and a linear model reading one node's
+# embedding); "strong": those plus every tuned, graph and non-neural family.
+STRENGTHS = ("fast", "strong")
 
 IndexLike = Union[Tensor, np.ndarray, Sequence[int]]
 
@@ -81,6 +95,9 @@ def audit(
     walk_mode: str = "paper",
     seed: int = 0,
     progress: bool = False,
+    strength: str = "fast",
+    search: Optional[SearchConfig] = None,
+    threads: int = 1,
 ) -> AuditReport:
     r"""Measures how much frozen embeddings leak sensitive attributes to a worst-case attacker.
 
@@ -90,7 +107,24 @@ def audit(
     attacker on :math:`(z_w, A_v)` of the **training** nodes only, and score its predictions
     on the held-out **test** nodes. Metrics are summarised as mean and 95% Student-t interval
     over seeds; the strongest family per attack is the headline
-    (:meth:`AuditReport.headline`).
+    (:meth:`AuditReport.headline`), and the strongest cell over all attacks and families the
+    worst case (:meth:`AuditReport.worst_case`, printed first).
+
+    ``strength="strong"`` adds the families a real attacker would use (see
+    :data:`~galfast.audit.strong_attacks.STRONG_FAMILIES`), each tuned on a validation split
+    carved from the training nodes and never reading a test node's label:
+
+    - ``"tuned-mlp"`` (node attack): a head over the node's own embedding, its depth, width,
+      learning rate, weight decay and class balancing chosen by a seeded search
+      (:class:`~galfast.audit.SearchConfig`), early stopped on validation;
+    - graph families (neighbour and n-hop attacks): the same tuned head over the n-hop
+      neighbourhood aggregated with ``ops.aggregate`` as a power of a normalised adjacency:
+      ``"gcn"`` (:math:`S^n Z`, :math:`S = D^{-1/2} A D^{-1/2}`), ``"sage"``
+      (:math:`P^n Z`, :math:`P = D^{-1} A`, the mean over n-step walk ends), and
+      ``"gcn+self"`` / ``"sage+self"`` (the node's own embedding beside it);
+    - ``"knn"`` and ``"hgb"`` (scikit-learn k-NN with k chosen on validation, and
+      histogram gradient-boosted trees early stopped on it): the node's embedding on the
+      node attack, ``[z_v, (P^n Z)_v]`` on neighbourhood attacks.
 
     Args:
         embeddings: ``[num_nodes, D]`` frozen embeddings (detached; audited where they are).
@@ -100,7 +134,10 @@ def audit(
         graph: needed for ``"neighbor"`` / ``"nhop:n"`` attacks (walks on it).
         attacks: pairings, as accepted by :func:`~galfast.gal.parse_pairing`.
         attackers: families: ``"mlp"`` (:class:`~galfast.models.AttackerMLP` with ``hidden``)
-            and ``"linear"`` (logistic / softmax / linear regression).
+            and ``"linear"`` (logistic / softmax / linear regression), trained with the fixed
+            settings below on the pairing's partner; any strong family may be named too.
+            A family that does not apply to an attack (a graph family on ``"node"``) or an
+            attribute (``"hgb"`` on multilabel) is skipped there.
         seeds: repetitions (attacker initialisation, batch order and walks differ).
         task_labels: optional ``[num_nodes]`` binary task labels Y (negative = unknown);
             adds the paper's trade-off lower bound for every binary attribute
@@ -114,6 +151,12 @@ def audit(
         walk_mode: ``sample_nhop``'s mode for the walks.
         seed: base seed; seed k of the run uses keys derived from (seed, k).
         progress: show a tqdm bar.
+        strength: ``"fast"`` (``attackers`` only) or ``"strong"`` (``attackers`` plus every
+            strong family).
+        search: the tuned families' search (default :class:`~galfast.audit.SearchConfig`).
+        threads: intra-op threads while the attackers train (torch and scikit-learn's
+            pools; torch's count is restored after). The attackers are small, so one thread
+            is fastest, and far faster on a shared machine.
 
     Returns:
         :class:`~galfast.audit.AuditReport`.
@@ -135,13 +178,26 @@ def audit(
     pairings = [parse_pairing(a) for a in attacks]
     if not pairings or len({p.name for p in pairings}) != len(pairings):
         raise ValueError(f"attacks must be a non-empty list of distinct pairings, got {attacks!r}")
+    if strength not in STRENGTHS:
+        raise ValueError(f"strength must be one of {STRENGTHS}, got {strength!r}")
+    known_families = (*FAMILIES, *STRONG_FAMILIES)
     families = list(attackers)
     if (
         not families
-        or any(f not in FAMILIES for f in families)
+        or any(f not in known_families for f in families)
         or len(set(families)) != len(families)
     ):
-        raise ValueError(f"attackers must be distinct names among {FAMILIES}, got {attackers!r}")
+        raise ValueError(
+            f"attackers must be distinct names among {known_families}, got {attackers!r}"
+        )
+    if strength == "strong":
+        families += [f for f in STRONG_FAMILIES if f not in families]
+    if not all(any(applies(f, p.hops) for f in families) for p in pairings):
+        raise ValueError(f"no attacker in {families} applies to every attack in {attacks!r}")
+    if search is None:
+        search = SearchConfig()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
     if any(p.hops > 0 for p in pairings):
         if not isinstance(graph, Graph):
             raise ValueError("neighbor / n-hop attacks need graph= (a galfast.Graph)")
@@ -174,34 +230,54 @@ def audit(
     )
     attrs = as_attribute_list(sensitive)
 
+    fast = [f for f in families if f in FAMILIES]
+    strong = [f for f in families if f in STRONG_FAMILIES]
     results: list[AttackResult] = []
     tradeoffs: list[TradeoffBound] = []
-    bar = tqdm(total=len(attrs) * len(pairings) * seeds, disable=not progress, desc="audit")
+    bar = tqdm(total=len(attrs) * len(pairings), disable=not progress, desc="audit")
+    views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
     try:
-        for ai, attr in enumerate(attrs):
-            known = attr.known(num_nodes).to(z.device)
-            train_nodes, train_targets = _split(known, train_idx)
-            test_nodes, test_targets = _split(known, test_idx)
-            if train_nodes.numel() == 0 or test_nodes.numel() == 0:
-                raise ValueError(
-                    f"{attr.name}: the attribute is known on no training or no test node"
-                )
-            for pi, pairing in enumerate(pairings):
-                results += _run_attack(
-                    z,
-                    graph,
-                    attr,
-                    pairing,
-                    families,
-                    seeds,
-                    config,
-                    (train_nodes, train_targets, test_nodes, test_targets),
-                    key=(seed, ai, pi),
-                    walk_mode=walk_mode,
-                    bar=bar,
-                )
-            if task_labels is not None and attr.kind == "binary":
-                tradeoffs.append(_bound(z, attr, known, task_labels, results, task_lipschitz))
+        with attacker_threads(threads):
+            for ai, attr in enumerate(attrs):
+                known = attr.known(num_nodes).to(z.device)
+                train_nodes, train_targets = _split(known, train_idx)
+                test_nodes, test_targets = _split(known, test_idx)
+                if train_nodes.numel() == 0 or test_nodes.numel() == 0:
+                    raise ValueError(
+                        f"{attr.name}: the attribute is known on no training or no test node"
+                    )
+                folds = make_folds(train_nodes.numel(), seeds, search, seed, ai) if strong else []
+                split = StrongSplit(train_nodes, train_targets, test_nodes, test_targets, folds)
+                for pi, pairing in enumerate(pairings):
+                    if fast:
+                        results += _run_attack(
+                            z,
+                            graph,
+                            attr,
+                            pairing,
+                            fast,
+                            seeds,
+                            config,
+                            (train_nodes, train_targets, test_nodes, test_targets),
+                            key=(seed, ai, pi),
+                            walk_mode=walk_mode,
+                        )
+                    if strong:
+                        results += run_strong_attack(
+                            z,
+                            graph,
+                            attr,
+                            pairing.name,
+                            pairing.hops,
+                            strong,
+                            split,
+                            search,
+                            key=(seed, ai, pi),
+                            cache=views,
+                        )
+                    bar.update(1)
+                if task_labels is not None and attr.kind == "binary":
+                    tradeoffs.append(_bound(z, attr, known, task_labels, results, task_lipschitz))
     finally:
         bar.close()
     run_config: dict[str, Any] = {
@@ -216,12 +292,15 @@ def audit(
         "seed": seed,
         "n_train_idx": train_idx.numel(),
         "n_test_idx": test_idx.numel(),
+        "strength": strength,
     }
+    if strong:
+        run_config["search"] = asdict(search)
     return AuditReport(results, tradeoffs, seeds, run_config)
 
 
 def _run_attack(
-    z, graph, attr, pairing, families, seeds, config, split, *, key, walk_mode, bar
+    z, graph, attr, pairing, families, seeds, config, split, *, key, walk_mode
 ) -> list[AttackResult]:
     train_nodes, train_targets, test_nodes, test_targets = split
     metrics = {f: [] for f in families}
@@ -271,33 +350,29 @@ def _run_attack(
             )
             scores = None if pred.scores is None else _numpy(pred.scores)
             metrics[family].append(attack_metrics(attr.kind, y_te_np, _numpy(pred.pred), scores))
-        bar.update(1)
-    baseline = {}
-    for name in baselines[0]:
-        values = [b[name] for b in baselines if b[name] is not None]
-        if values:
-            baseline[name] = float(np.mean(values))
-    out = []
-    for family in families:
-        summary = {}
-        for name in metrics[family][0]:
-            values = [m[name] for m in metrics[family] if m[name] is not None]
-            if values:
-                summary[name] = summarize(values)
-        out.append(
-            AttackResult(
-                attr.name,
-                attr.kind,
-                pairing.name,
-                family,
-                summary,
-                baseline,
-                float(np.mean(n_train)),
-                float(np.mean(n_test)),
-                float(np.mean(failures)),
-            )
+    baseline = mean_metrics(baselines)
+    reads = "z_v" if pairing.hops == 0 else f"z_w, w = a {pairing.name} partner of v"
+    settings = {
+        "reads": reads,
+        "epochs": config.epochs,
+        "min_steps": config.min_steps,
+        "batch_size": config.batch_size,
+        "lr": config.lr,
+    }
+    return [
+        cell_result(
+            attr,
+            pairing.name,
+            family,
+            metrics[family],
+            baseline,
+            np.mean(n_train),
+            np.mean(n_test),
+            np.mean(failures),
+            {**settings, **({"hidden": list(config.hidden)} if family == "mlp" else {})},
         )
-    return out
+        for family in families
+    ]
 
 
 def _bound(z, attr, known, task_labels, results, lipschitz) -> TradeoffBound:

@@ -32,6 +32,8 @@ class AttackResult:
         baseline: the same metrics for the majority-class (mean) predictor, averaged over seeds.
         n_train, n_test: nodes with a successful pairing, averaged over seeds.
         pair_failures: walks that failed (nodes dropped), averaged over seeds.
+        config: how the attacker was built and chosen: what it reads, its capacity and
+            training, and for tuned families the validation score that chose it.
     """
 
     attribute: str
@@ -43,6 +45,7 @@ class AttackResult:
     n_train: float
     n_test: float
     pair_failures: float
+    config: dict[str, Any] = field(default_factory=dict)
 
     @property
     def primary(self) -> str:
@@ -97,8 +100,36 @@ class AuditReport:
             raise ValueError(f"no result for {attribute!r}, {attack!r}, {attacker!r}")
         return max(cells, key=AttackResult.strength)
 
+    def worst_cases(self) -> list[AttackResult]:
+        """:meth:`worst_case` of every attribute, in the order they were audited: the
+        report's headline claim. The maximum is taken over test scores of many cells, so
+        it leans high, which errs on the side of reporting a leak."""
+        return [self.worst_case(a) for a in dict.fromkeys(r.attribute for r in self.results)]
+
+    def describe_worst_case(self, cell: AttackResult) -> str:
+        """One line: the strongest attacker, its configuration, its primary metric with the
+        95% interval over seeds, and the majority baseline."""
+        summary = cell.metrics[cell.primary]
+        low, high = summary.ci
+        config = ", ".join(
+            f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in cell.config.items()
+            if k != "reads"
+        )
+        reads = cell.config.get("reads")
+        return (
+            f"worst case for {cell.attribute}: {cell.attacker} on the {cell.attack} attack"
+            + (f" reading {reads}" if reads else "")
+            + f": {cell.primary} {summary.mean:.3f} (95% CI {low:.3f}..{high:.3f} over "
+            f"{len(summary.values)} seed(s)) vs majority baseline "
+            f"{cell.baseline[cell.primary]:.3f}"
+            + (f" [{config}]" if config else "")
+            + f"; audit strength: {self.config.get('strength', 'fast')}"
+        )
+
     def to_dict(self) -> dict[str, Any]:
-        """Plain Python data (JSON-ready): results, headline keys, bounds, config."""
+        """Plain Python data (JSON-ready): results, headline keys, worst cases, bounds,
+        config."""
         return {
             "seeds": self.seeds,
             "config": dict(self.config),
@@ -106,6 +137,20 @@ class AuditReport:
             "headline": [
                 {"attribute": r.attribute, "attack": r.attack, "attacker": r.attacker}
                 for r in self.headline()
+            ],
+            "worst_case": [
+                {
+                    "attribute": r.attribute,
+                    "attack": r.attack,
+                    "attacker": r.attacker,
+                    "metric": r.primary,
+                    "mean": r.metrics[r.primary].mean,
+                    "ci": list(r.metrics[r.primary].ci),
+                    "baseline": r.baseline[r.primary],
+                    "config": dict(r.config),
+                    "strength": self.config.get("strength", "fast"),
+                }
+                for r in self.worst_cases()
             ],
             "tradeoff": [dataclasses.asdict(t) for t in self.tradeoff],
             "note": PAPER_NOTE,
@@ -115,7 +160,7 @@ class AuditReport:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def __str__(self) -> str:
-        blocks = []
+        blocks = ["\n".join(self.describe_worst_case(r) for r in self.worst_cases())]
         headline = {id(r) for r in self.headline()}
         for attribute in dict.fromkeys(r.attribute for r in self.results):
             cells = [r for r in self.results if r.attribute == attribute]

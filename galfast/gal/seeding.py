@@ -13,9 +13,18 @@ __all__ = ["cuda_rng_devices", "derive_seed", "seeded_generator", "seeded_global
 
 # One key per kind of random choice, named after the choice (not after who makes it): the
 # trainer's epoch seeds, walk pairings and adversary batches, and the post-hoc attacks (their
-# pairings and attacker initialisations). The numbers are part of every recorded run's
-# randomness: never renumber them.
-PURPOSES = {"epoch": 1, "pairing": 2, "adversary_batch": 3, "attack": 4}
+# pairings and attacker initialisations; the strong audit's validation folds, configuration
+# draws and tuned attackers). The numbers are part of every recorded run's randomness: never
+# renumber them.
+PURPOSES = {
+    "epoch": 1,
+    "pairing": 2,
+    "adversary_batch": 3,
+    "attack": 4,
+    "audit_validation": 5,
+    "audit_search": 6,
+    "audit_attacker": 7,
+}
 
 
 def derive_seed(seed: int, purpose: str, *counters: int) -> int:

@@ -1,0 +1,25 @@
+"""The thread count the post-hoc attackers train with."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import torch
+from threadpoolctl import threadpool_limits
+
+__all__ = ["attacker_threads"]
+
+
+@contextmanager
+def attacker_threads(threads: int) -> Iterator[None]:
+    """Runs the block with ``threads`` intra-op threads in torch and in the native pools
+    scikit-learn uses (OpenMP, BLAS), restoring torch's count after. The attackers are small:
+    extra threads only add synchronisation, which on a loaded machine costs 10-30x."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        with threadpool_limits(limits=threads):
+            yield
+    finally:
+        torch.set_num_threads(before)
