@@ -244,3 +244,21 @@ def test_a_run_does_not_depend_on_what_ran_before_it():
     again = run_experiment(cfg, progress=False).embeddings
     assert torch.equal(first, again)
     assert torch.equal(torch.get_rng_state(), state)  # the caller's generator is left alone
+
+
+def test_run_audits_strong_by_default_and_fast_on_request(tmp_path, capsys):
+    argv = ["run", *TINY_GRAPH, "--seeds", "1", "--attacks", "node,neighbor"]
+    assert main([*argv, "--out", str(tmp_path / "strong.json")]) == 0
+    assert main([*argv, "--audit", "fast", "--out", str(tmp_path / "fast.json")]) == 0
+    strong = json.loads((tmp_path / "strong.json").read_text())
+    fast = json.loads((tmp_path / "fast.json").read_text())
+    (strong_run,), (fast_run,) = strong["runs"], fast["runs"]
+    assert strong_run["config"]["audit_strength"] == "strong"
+    assert fast_run["config"]["audit_strength"] == "fast"
+    strong_families = {cell["attacker"] for cell in strong_run["audit"]["results"]}
+    fast_families = {cell["attacker"] for cell in fast_run["audit"]["results"]}
+    assert fast_families == {"mlp", "linear"}
+    assert strong_families > fast_families  # graph, tuned and non-neural families on top
+    printed = capsys.readouterr().out
+    assert printed.count("strongest attack (seed 0): sensitive: ") == 2
+    assert "strong audit)" in printed and "fast audit)" in printed

@@ -9,7 +9,7 @@ import zipfile
 
 import torch
 
-from galfast.audit import audit, audit_split
+from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError
 from galfast.cli.files import check_writable, write_json
@@ -49,6 +49,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--attackers", type=comma_list(FAMILIES), default=list(FAMILIES), help="families"
+    )
+    parser.add_argument(
+        "--strength",
+        choices=STRENGTHS,
+        default="strong",
+        help="strong: also graph attackers (with --graph), a tuned search and k-NN / boosted "
+        "trees; fast: the fixed MLP and linear attackers",
     )
     parser.add_argument("--seeds", type=positive_int, default=3, help="audit repetitions")
     parser.add_argument("--epochs", type=positive_int, default=30, help="attacker epochs")
@@ -174,6 +181,7 @@ def main(args: argparse.Namespace) -> int:
         graph=graph,
         attacks=attacks,
         attackers=args.attackers,
+        strength=args.strength,
         seeds=args.seeds,
         epochs=args.epochs,
         seed=args.seed,

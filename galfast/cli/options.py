@@ -11,6 +11,7 @@ from typing import Any
 
 import torch
 
+from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError, option_for
 from galfast.datasets import DATASET_NAMES, DatasetNotFoundError
@@ -232,6 +233,13 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         "--audit-seeds", type=positive_int, default=1, help="audit repetitions per trained model"
     )
     parser.add_argument(
+        "--audit",
+        choices=STRENGTHS,
+        default="strong",
+        help="strong: also graph attackers, a tuned search and k-NN / boosted trees, the "
+        "headline the strongest of all; fast: the paper's fixed MLP and linear attackers",
+    )
+    parser.add_argument(
         "--adv-every",
         type=positive_int,
         default=1,
@@ -274,6 +282,7 @@ def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "attacks": tuple(args.attacks),
         "attackers": tuple(args.attackers),
         "audit_seeds": args.audit_seeds,
+        "audit_strength": args.audit,
         "device": args.device,
         "cuda_graphs": args.cuda_graphs,
         "adv_every": args.adv_every,

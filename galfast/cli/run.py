@@ -53,6 +53,16 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def worst_case_line(case: dict) -> str:
+    """One line for a record's strongest attacker: who, on what, how well, against chance."""
+    low, high = case["ci"]
+    return (
+        f"{case['attribute']}: {case['attacker']} on {case['attack']}, {case['metric']} "
+        f"{case['mean']:.3f} (95% CI {low:.3f}-{high:.3f}; majority {case['baseline']:.3f}; "
+        f"{case['strength']} audit)"
+    )
+
+
 def main(args: argparse.Namespace) -> int:
     configs = [
         experiment_config(**config_kwargs(args), distance=args.distance, lam=args.lam, seed=seed)
@@ -73,6 +83,9 @@ def main(args: argparse.Namespace) -> int:
         "attribute": records[0]["attribute"],
     }
     print(format_table([(lead, summary)]))
+    for seed, record in enumerate(records):
+        for case in record["audit"].get("worst_case", []):
+            print(f"strongest attack (seed {seed}): {worst_case_line(case)}")
     if args.out:
         write_json(args.out, {"summary": summary, "runs": records})
         print(f"wrote {args.out}")

@@ -8,6 +8,7 @@ from typing import Any, Optional
 
 from torch import Tensor
 
+from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES
 from galfast.datasets.registry import loader_options
@@ -46,6 +47,9 @@ class ExperimentConfig:
     attacks: tuple[str, ...] = ("node", "neighbor")
     attackers: tuple[str, ...] = ("mlp", "linear")
     audit_seeds: int = 1
+    # "fast": the paper's fixed MLP and linear attackers; "strong": also graph attackers, a tuned
+    # search and non-neural families (galfast.audit), the headline the strongest of all.
+    audit_strength: str = "fast"
     seed: int = 0
     device: str = "cpu"
     adv_every: int = 1
@@ -60,6 +64,7 @@ class ExperimentConfig:
             ("encoder", self._check_encoder),
             ("attacks", self._check_attacks),
             ("attackers", self._check_attackers),
+            ("audit_strength", self._check_audit_strength),
             ("device", self._check_device),
             ("cuda_graphs", self._check_cuda_graphs),
             ("dataset_options", self._check_dataset_options),
@@ -100,6 +105,12 @@ class ExperimentConfig:
             check_walkable(pairing, "paper")
         if not pairings or len({p.name for p in pairings}) != len(pairings):
             raise ValueError(f"attacks must be distinct pairings, at least one, got {self.attacks}")
+
+    def _check_audit_strength(self) -> None:
+        if self.audit_strength not in STRENGTHS:
+            raise ValueError(
+                f"audit_strength must be one of {STRENGTHS}, got {self.audit_strength!r}"
+            )
 
     def _check_attackers(self) -> None:
         names = list(self.attackers)

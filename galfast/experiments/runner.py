@@ -148,6 +148,7 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         epochs=attacker_epochs,
         seed=cfg.seed,
         progress=progress,
+        strength=cfg.audit_strength,
     )
     attack = {
         r.attack: {"attacker": r.attacker, **{k: m.mean for k, m in r.metrics.items()}}
