@@ -10,9 +10,9 @@ import sys
 
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
+from same_galfast import GALFAST_PARENT, same_galfast_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
 ALLOWED = {"ok", "skip", "ValueError", "TypeError"}
 BATCH = 60
 
@@ -138,8 +138,8 @@ def run_batch(batch):
         input="".join(json.dumps(case) + "\n" for case in batch),
         capture_output=True,
         text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")])},
+        cwd=GALFAST_PARENT,
+        env=same_galfast_env(),
         timeout=120,
     )
     lines = proc.stdout.splitlines()

@@ -2,7 +2,6 @@
 budgets), a -inf attention logit contributes exactly nothing, and a long walk batch on the
 CPU runs in rounds that Ctrl-C interrupts without changing any result."""
 
-import os
 import signal
 import subprocess
 import sys
@@ -10,13 +9,12 @@ import time
 
 import pytest
 import torch
+from same_galfast import GALFAST_PARENT, same_galfast_env
 
 from galfast import Graph
 from galfast.ops import aggregate, gat_aggregate, sample_nhop
 
 sample_nhop_module = sys.modules["galfast.ops.sample_nhop"]
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _complete_graph(n: int) -> Graph:
@@ -114,7 +112,11 @@ def test_long_walk_batch_is_interruptible():
         "    sys.exit(3)\n"
     )
     with subprocess.Popen(
-        [sys.executable, "-c", code], cwd=ROOT, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", code],
+        cwd=GALFAST_PARENT,
+        env=same_galfast_env(),
+        stdout=subprocess.PIPE,
+        text=True,
     ) as proc:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(1.5)  # inside the native walks by now (they need minutes)
