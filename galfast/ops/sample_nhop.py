@@ -24,7 +24,7 @@ _UINT32 = 2**32
 MAX_RETRIES = 2**20
 # A CPU batch runs in rounds of about this many hops of work (walks x attempts x hops per
 # attempt), a fraction of a second each, so Ctrl-C is seen between rounds.
-_HOPS_PER_ROUND = 2**22
+_HOPS_PER_ROUND = 2**19
 
 
 def _sorted_distinct_rows(
