@@ -324,6 +324,8 @@ def test_bad_audit_inputs():
         (dict(test_idx=torch.tensor([0.5])), "integer"),
         (dict(epochs=0), "epochs"),
         (dict(min_steps=-1), "min_steps"),
+        (dict(lr=float("nan")), "lr finite"),  # NaN passed `lr <= 0` and reached Adam
+        (dict(lr=float("inf")), "lr finite"),
         (dict(embeddings=torch.full((20, 2), float("nan"))), "NaN"),
         (dict(embeddings=torch.zeros(20)), "num_nodes, D"),
         (dict(embeddings=torch.zeros(20, 2, dtype=torch.long)), "floating"),

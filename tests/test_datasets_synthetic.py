@@ -198,3 +198,29 @@ def test_load_and_synthetic_dispatch(tmp_path, monkeypatch):
         load("imdb")
     with pytest.raises(ValueError, match="unknown synthetic kind"):
         synthetic("molecules")
+
+
+@pytest.mark.parametrize(
+    "make, argument",
+    [
+        (lambda v: synthetic_graph(50, avg_degree=v), "avg_degree"),
+        (lambda v: synthetic_graph(50, task_feature_strength=v), "task_feature_strength"),
+        (lambda v: synthetic_movielens(10, 10, 20, attribute_strength=v), "attribute_strength"),
+        (lambda v: synthetic_movielens(10, 10, 20, popularity_exponent=v), "popularity_exponent"),
+    ],
+)
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_generators_refuse_non_finite_floats(make, argument, value):
+    # NaN passed the `< 0` checks and gave a dataset of NaN ratings / features
+    with pytest.raises(ValueError, match=f"{argument} must be finite"):
+        make(value)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [lambda s: synthetic_graph(50, seed=s), lambda s: synthetic_movielens(10, 10, 20, seed=s)],
+)
+@pytest.mark.parametrize("seed", [-1, 1.5])
+def test_generators_name_a_bad_seed(make, seed):
+    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+        make(seed)

@@ -416,3 +416,15 @@ def test_cuda_awkward_graphs_and_bad_input():
         sample_nhop(cuda, torch.tensor([4], device="cuda"), 1, seed=0)
     with pytest.raises(ValueError, match="is on"):
         sample_nhop(cuda, starts.cpu(), 1, seed=0)
+
+
+@pytest.mark.parametrize("mode", ["paper", "simple", "exact"])
+def test_graph_without_edges_fails_every_walk(mode):
+    # was "ValueError: sample_nhop: pointers not set" from the glue (empty adjacency tensors)
+    graph = Graph.from_edge_index(torch.zeros(2, 0, dtype=torch.long), 3)
+    end, paths = sample_nhop(
+        graph, torch.tensor([2, 0], dtype=torch.int32), 2, seed=0, mode=mode, return_paths=True
+    )
+    assert end.tolist() == [-1, -1]
+    assert paths.tolist() == [[2, -1, -1], [0, -1, -1]]
+    assert sample_nhop(graph, torch.tensor([1]), 1, seed=0, mode=mode).tolist() == [-1]

@@ -584,3 +584,21 @@ def test_epochs_seed_numpy_and_python_generators_and_restore_them(data, tmp_path
     resumed.fit(*args, epochs=3, x=data.x, progress=False)
     assert _strip_time(straight.history) == _strip_time(resumed.history)
     assert torch.equal(straight.embed(), resumed.embed())
+
+
+def test_node_ids_outside_the_graph_name_the_argument(data):
+    # negative ids silently trained on nodes counted from the end; ids past the graph
+    # raised an IndexError deep in the task head
+    with pytest.raises(ValueError, match="negative node id"):
+        NodeBatches(torch.tensor([-2, 0, 1]), torch.zeros(3, dtype=torch.long))
+    n = data.x.size(0)
+    batches = NodeBatches(torch.tensor([0, n]), torch.zeros(2, dtype=torch.long))
+    with pytest.raises(ValueError, match=f"node id {n} but the graph has {n} nodes"):
+        _trainer(data).fit(data.graph, batches, epochs=1, x=data.x, progress=False)
+
+
+def test_non_finite_x_is_refused(data):
+    x = data.x.clone()
+    x[0, 0] = float("nan")
+    with pytest.raises(ValueError, match="x contains NaN"):
+        _trainer(data).fit(data.graph, _batches(data), epochs=1, x=x, progress=False)

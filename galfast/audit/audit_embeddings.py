@@ -208,8 +208,8 @@ def audit(
         graph = graph.to(z.device)
     if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
         raise ValueError(f"seeds must be an int >= 1, got {seeds!r}")
-    if epochs < 1 or batch_size < 1 or min_steps < 0 or lr <= 0:
-        raise ValueError("epochs and batch_size must be >= 1, min_steps >= 0 and lr > 0")
+    if epochs < 1 or batch_size < 1 or min_steps < 0 or not 0 < lr < float("inf"):
+        raise ValueError("epochs and batch_size must be >= 1, min_steps >= 0 and lr finite > 0")
     train_idx = _as_index("train_idx", train_idx, num_nodes)
     test_idx = _as_index("test_idx", test_idx, num_nodes)
     if np.intersect1d(train_idx.numpy(), test_idx.numpy()).size:

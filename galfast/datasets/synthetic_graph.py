@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from galfast.datasets._generator_args import check_finite, check_seed
 from galfast.datasets.graph_dataset import GraphDataset, build_graph_dataset
 from galfast.datasets.link_split import undirected_pairs
 
@@ -92,6 +93,12 @@ def synthetic_graph(
         >>> ds = synthetic_graph(500, attribute_homophily=0.9, seed=1)
         >>> edge_homophily(ds.graph.edge_index(), ds.attributes["sensitive"])  # ~0.9
     """
+    check_seed(seed)
+    check_finite(
+        avg_degree=avg_degree,
+        task_feature_strength=task_feature_strength,
+        attribute_feature_strength=attribute_feature_strength,
+    )
     if num_nodes < 2:
         raise ValueError(f"num_nodes must be >= 2, got {num_nodes}")
     if num_classes < 2 or num_attribute_classes < 2:

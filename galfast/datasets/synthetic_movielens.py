@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from galfast.datasets._arrays import sorted_unique
+from galfast.datasets._generator_args import check_finite, check_seed
 from galfast.datasets.movielens_loader import AGE_GROUPS, GENDERS, OCCUPATIONS_1M
 from galfast.datasets.rating_dataset import RatingDataset, build_rating_dataset
 
@@ -110,6 +111,12 @@ def synthetic_movielens(
         >>> ds.num_users, ds.num_movies, ds.num_ratings
         (6040, 3706, 1000209)
     """
+    check_seed(seed)
+    check_finite(
+        attribute_strength=attribute_strength,
+        selection_strength=selection_strength,
+        popularity_exponent=popularity_exponent,
+    )
     if num_users < 1 or num_movies < 1 or num_factors < 1:
         raise ValueError("num_users, num_movies and num_factors must be >= 1")
     if not 0 <= num_ratings <= num_users * num_movies // 2:

@@ -10,6 +10,7 @@ from torch.nn import Parameter
 
 from galfast.graph import Graph
 from galfast.nn._graph_input import graph_input
+from galfast.nn._layer_checks import check_channels, check_features
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
 from galfast.ops import aggregate
 
@@ -56,6 +57,7 @@ class ChebConv(torch.nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
+        check_channels(in_channels, out_channels)
         if K < 1:
             raise ValueError(f"K must be >= 1, got {K}")
         if normalization not in (None, "sym", "rw"):
@@ -81,6 +83,7 @@ class ChebConv(torch.nn.Module):
         edge_weight: Optional[Tensor] = None,
         lambda_max: Optional[Union[float, Tensor]] = None,
     ) -> Tensor:
+        check_features(x, self.in_channels, self.lins[0].weight)
         graph, weight = graph_input(edge_index_or_graph, x.size(0), edge_weight)
         out = self.lins[0](x)
         if len(self.lins) > 1:

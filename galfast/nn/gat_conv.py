@@ -10,6 +10,7 @@ from torch.nn import Parameter
 
 from galfast.graph import Graph
 from galfast.nn._graph_input import graph_input
+from galfast.nn._layer_checks import check_channels, check_features
 from galfast.nn.norm import self_loops_replaced
 from galfast.ops import gat_aggregate
 
@@ -70,6 +71,8 @@ class GATConv(torch.nn.Module):
         super().__init__()
         if not isinstance(in_channels, int):
             raise ValueError("GATConv supports a single node type: in_channels must be an int")
+        # out_channels = 0 would leave the attention vectors without fan-in to initialise.
+        check_channels(in_channels, out_channels, minimum_out=1)
         if edge_dim is not None:
             raise ValueError("galfast's GATConv does not support edge features (edge_dim)")
         if heads < 1:
@@ -103,8 +106,7 @@ class GATConv(torch.nn.Module):
     ) -> Tensor:
         if edge_attr is not None:
             raise ValueError("galfast's GATConv does not support edge features (edge_attr)")
-        if not isinstance(x, Tensor) or x.dim() != 2:
-            raise ValueError("x must be a [num_nodes, in_channels] tensor")
+        check_features(x, self.in_channels, self.lin.weight)
         graph, _ = graph_input(edge_index_or_graph, x.size(0))
         if self.add_self_loops:
             graph, _ = self_loops_replaced(graph)

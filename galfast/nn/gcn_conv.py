@@ -10,6 +10,7 @@ from torch.nn import Parameter
 
 from galfast.graph import Graph
 from galfast.nn._graph_input import graph_input
+from galfast.nn._layer_checks import check_channels, check_features
 from galfast.nn.norm import gcn_norm
 from galfast.ops import aggregate
 
@@ -62,6 +63,7 @@ class GCNConv(torch.nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
+        check_channels(in_channels, out_channels)
         if add_self_loops is None:
             add_self_loops = normalize
         if add_self_loops and not normalize:
@@ -84,6 +86,7 @@ class GCNConv(torch.nn.Module):
         edge_index_or_graph: Union[Tensor, Graph],
         edge_weight: Optional[Tensor] = None,
     ) -> Tensor:
+        check_features(x, self.in_channels, self.lin.weight)
         graph, weight = graph_input(edge_index_or_graph, x.size(0), edge_weight)
         norm = None
         if self.normalize:

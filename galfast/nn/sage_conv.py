@@ -10,6 +10,7 @@ from torch import Tensor
 
 from galfast.graph import Graph
 from galfast.nn._graph_input import graph_input, unweighted
+from galfast.nn._layer_checks import check_channels, check_features
 from galfast.ops import aggregate
 
 __all__ = ["SAGEConv"]
@@ -59,6 +60,7 @@ class SAGEConv(torch.nn.Module):
         bias: bool = True,
     ) -> None:
         super().__init__()
+        check_channels(in_channels, out_channels)
         if aggr not in _AGGRS:
             raise ValueError(f"aggr must be one of {sorted(_AGGRS)}, got {aggr!r}")
         self.in_channels, self.out_channels, self.aggr = in_channels, out_channels, aggr
@@ -74,6 +76,7 @@ class SAGEConv(torch.nn.Module):
             lin.reset_parameters()
 
     def forward(self, x: Tensor, edge_index_or_graph: Union[Tensor, Graph]) -> Tensor:
+        check_features(x, self.in_channels, self.lin_l.weight)
         graph, _ = graph_input(edge_index_or_graph, x.size(0))
         graph = unweighted(graph)
         reduce = _AGGRS[self.aggr]

@@ -270,6 +270,13 @@ def sample_nhop(
         tensor([2, 2])
     """
     _check_inputs(graph, starts, hops, seed, mode, max_retries, walk_offset)
+    if graph.num_edges == 0:  # every walk is stuck at its start; the kernel needs an adjacency
+        end, paths = _sample_nhop_outputs(starts, hops, return_paths)
+        end.fill_(-1)
+        paths.fill_(-1)
+        if return_paths:
+            paths[:, 0] = starts
+        return (end, paths) if return_paths else end
     end, paths = _sample_nhop_op(
         *walk_adjacency(graph),
         starts.long().contiguous(),

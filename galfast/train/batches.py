@@ -81,9 +81,18 @@ class NodeBatches:
             )
         if y.size(0) != nodes.numel():
             raise ValueError(f"y has {y.size(0)} rows for {nodes.numel()} nodes")
+        if nodes.numel() and int(nodes.min()) < 0:  # would index from the end: the wrong nodes
+            raise ValueError(f"nodes holds a negative node id ({int(nodes.min())})")
         check_batch_size(batch_size)
         self.nodes, self.y = nodes.long(), y
         self.batch_size, self.shuffle = batch_size, shuffle
+
+    def check_nodes(self, num_nodes: int) -> None:
+        """Every node id must lie in the graph being trained on (``fit`` checks this)."""
+        if self.nodes.numel() and int(self.nodes.max()) >= num_nodes:
+            raise ValueError(
+                f"nodes holds node id {int(self.nodes.max())} but the graph has {num_nodes} nodes"
+            )
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.nodes.numel(), 1)

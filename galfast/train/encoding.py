@@ -36,6 +36,8 @@ def node_inputs(graph: Graph, x: Optional[Tensor], device: torch.device) -> Tens
         raise ValueError(
             f"x must be a tensor with one row per node ({graph.num_nodes}), got {shape}"
         )
+    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+        raise ValueError("x contains NaN or infinite values")
     return x.to(device)
 
 

@@ -23,6 +23,7 @@ from galfast.gal.seeding import (
 from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
 from galfast.nn.grad_reverse import grad_reverse
+from galfast.train.batches import NodeBatches
 from galfast.train.callbacks import Callback, History
 from galfast.train.config import GALConfig, check_number
 from galfast.train.encoding import move_to_device, node_inputs
@@ -270,6 +271,8 @@ class GALTrainer:
                 raise ValueError(f"callbacks must be Callback instances, got {type(cb).__name__}")
         graph = None if graph is None else graph.to(self.device)
         inputs = None if graph is None else node_inputs(graph, x, self.device)
+        if graph is not None and isinstance(task_batches, NodeBatches):
+            task_batches.check_nodes(graph.num_nodes)
         adversaries = self._adversaries(sensitive, graph)
         # Captured steps hold this fit's graph, inputs and attributes: a fit on other ones
         # captures afresh.
