@@ -10,6 +10,7 @@ from torch import Tensor
 
 from galfast._native import _C
 from galfast.graph import Graph, check_csr, coalesce
+from galfast.ops._eager import tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["sample_nhop"]
@@ -277,7 +278,10 @@ def sample_nhop(
         if return_paths:
             paths[:, 0] = starts
         return (end, paths) if return_paths else end
-    end, paths = _sample_nhop_op(
+    # The walk has no gradient: eager code calls the launcher itself, skipping the op dispatch
+    # (whose first call imports torch's compiler stack, seconds); tracing needs the custom op.
+    walk = _sample_nhop_op if tracing() else launch_sample_nhop
+    end, paths = walk(
         *walk_adjacency(graph),
         starts.long().contiguous(),
         hops,
