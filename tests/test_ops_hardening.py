@@ -97,14 +97,17 @@ def test_walk_rounds_retry_until_success(monkeypatch):
 
 def test_long_walk_batch_is_interruptible():
     code = (
-        "import sys, torch\n"
+        # A job started in the background inherits SIGINT ignored, and Python then installs
+        # no KeyboardInterrupt handler: install it, as a terminal session has it.
+        "import signal, sys, torch\n"
+        "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
         "from galfast import Graph\n"
         "from galfast.ops import sample_nhop\n"
         "ids = torch.arange(5)\n"
         "s, d = torch.meshgrid(ids, ids, indexing='ij')\n"
         "g = Graph.from_edge_index(torch.stack([s[s != d], d[s != d]]))\n"
-        # The first custom-op call imports torch's compiler stack (seconds): done before the
-        # signal, so what is timed is the interrupt of the native walk.
+        # One-time costs of a first call come before the signal, so what is timed is the
+        # interrupt of the native walk.
         "sample_nhop(g, torch.zeros(1, dtype=torch.long), 2, seed=0, mode='exact', max_retries=1)\n"
         "print('ready', flush=True)\n"
         "try:\n"
