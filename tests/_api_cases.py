@@ -26,8 +26,26 @@ def _tensor(values, dtype=None):
         raise Unbuildable(str(error)) from None
 
 
+# Edge lists that would give a graph with more nodes than this are not built: from_edge_index
+# allocates O(num_nodes) arrays (as do the harness's inputs), which can take more memory than
+# the machine has, and the kernel's OOM kill is a SIGKILL the harness cannot tell from a crash.
+# num_nodes of 2^60 or more stays in: Graph refuses it before allocating anything. (A Graph
+# built from rowptr is as small as its rowptr.)
+MAX_NODES = 2**22
+REFUSED_NUM_NODES = 2**60
+
+
+def _check_size(spec):
+    declared = spec["num_nodes"]
+    if isinstance(declared, int) and MAX_NODES < declared < REFUSED_NUM_NODES:
+        raise Unbuildable(f"num_nodes above {MAX_NODES}")
+    if any(MAX_NODES <= i < REFUSED_NUM_NODES for i in spec["edge_index"]):
+        raise Unbuildable(f"node ids above {MAX_NODES}")
+
+
 def _graph(spec):
     if "edge_index" in spec:
+        _check_size(spec)
         return Graph.from_edge_index(
             _tensor(spec["edge_index"], spec["dtype"]).view(2, -1),
             spec["num_nodes"],

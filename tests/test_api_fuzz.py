@@ -157,8 +157,11 @@ def run_batch(batch):
 
 
 # No shrinking: a failure already names its case, and a shrink would rerun subprocesses.
+# Derandomised: every run draws the same cases, so CI cannot go red on a draw no one made
+# before (a wider search is a local run with more examples).
 @settings(
     max_examples=4,
+    derandomize=True,
     deadline=None,
     phases=[Phase.explicit, Phase.generate],
     suppress_health_check=list(HealthCheck),
