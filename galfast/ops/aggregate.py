@@ -205,7 +205,11 @@ def _check_inputs(
             raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
         if not edge_weight.dtype.is_floating_point:
             raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
-        if not tracing() and not bool(torch.isfinite(edge_weight).all()):
+        # The scan reads the values on the host: skipped while a CUDA graph is captured (a host
+        # sync would break the capture of GALTrainer(cuda_graphs=True)'s steps), where the
+        # same weights were already scanned in the eager warm-up steps.
+        capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
+        if not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
             raise ValueError("edge_weight contains NaN or infinite values")
 
 
