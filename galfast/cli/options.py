@@ -193,7 +193,9 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
     parser.add_argument(
         "--attribute",
         default=None,
-        help="sensitive attribute (default: class for graphs, gender for MovieLens)",
+        help="sensitive attribute (default: class for graphs, gender for MovieLens); several "
+        "joined by commas (gender,age,occupation) are hidden jointly, one adversary each, "
+        "and each is audited",
     )
     parser.add_argument(
         "--pairing",

@@ -12,7 +12,7 @@ from galfast.cli.options import (
     nonnegative_float,
     prepare_checked,
 )
-from galfast.cli.summary import format_table, summarize_runs
+from galfast.cli.summary import by_attribute, format_table, summarize_runs
 from galfast.experiments import run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
@@ -74,19 +74,22 @@ def main(args: argparse.Namespace) -> int:
     records = [run_experiment(config, progress=not args.quiet).record for config in configs]
     for note in records[0]["notes"]:
         print(f"note: {note}")
-    summary = summarize_runs(records)
-    lead = {
-        "dataset": args.dataset,
-        "encoder": args.encoder,
-        "distance": args.distance,
-        "lambda": f"{args.lam:g}",
-        "attribute": records[0]["attribute"],
-    }
-    print(format_table([(lead, summary)]))
-    for seed, record in enumerate(records):
-        for case in record["audit"].get("worst_case", []):
-            print(f"strongest attack (seed {seed}): {worst_case_line(case)}")
+    summaries = {}
+    for attribute, runs in by_attribute(records).items():
+        summaries[attribute] = summary = summarize_runs(runs)
+        lead = {
+            "dataset": args.dataset,
+            "encoder": args.encoder,
+            "distance": args.distance,
+            "lambda": f"{args.lam:g}",
+            "attribute": attribute,
+        }
+        print(format_table([(lead, summary)]))
+        for seed, run in enumerate(runs):
+            for case in run["audit"].get("worst_case", []):
+                print(f"strongest attack (seed {seed}): {worst_case_line(case)}")
     if args.out:
-        write_json(args.out, {"summary": summary, "runs": records})
+        primary = next(iter(summaries.values()))
+        write_json(args.out, {"summary": primary, "summaries": summaries, "runs": records})
         print(f"wrote {args.out}")
     return 0

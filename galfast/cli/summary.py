@@ -7,12 +7,25 @@ from typing import Any
 
 from galfast.audit import summarize
 
-__all__ = ["ATTACK_METRICS", "format_table", "summarize_runs"]
+__all__ = ["ATTACK_METRICS", "by_attribute", "format_table", "summarize_runs"]
 
 # Attacker metrics reported per attack: macro-F1 is the paper's Planetoid and age/occupation
 # score; for binary attributes balanced accuracy is what the paper's MovieLens "AUC" column
 # computed (thresholded predictions), auc the ranking ROC-AUC.
 ATTACK_METRICS = ("macro_f1", "balanced_accuracy", "auc")
+
+
+def by_attribute(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Runs of one setting -> per hidden attribute, the runs as if each had audited that
+    attribute alone (its ``attack``, ``baseline`` and ``audit`` at the top level), in the
+    order the run names them. A record written before runs could hide several attributes
+    counts as one attribute's."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        audits = record.get("attributes") or {record["attribute"]: {}}
+        for name, audited in audits.items():
+            out.setdefault(name, []).append({**record, **audited, "attribute": name})
+    return out
 
 
 def _stat(values: Sequence[float]) -> dict[str, Any]:

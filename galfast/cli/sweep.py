@@ -20,7 +20,7 @@ from galfast.cli.options import (
     prepare_checked,
 )
 from galfast.cli.plots import plot_tradeoff
-from galfast.cli.summary import ATTACK_METRICS, format_table, summarize_runs
+from galfast.cli.summary import ATTACK_METRICS, by_attribute, format_table, summarize_runs
 from galfast.experiments import ExperimentConfig, run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
@@ -31,8 +31,10 @@ Run every (distance, lambda, seed) of a grid with the setup of `galfast run`. Ea
 written atomically to OUT/runs/<dataset>-<encoder>-<distance>-lam<L>-seed<S>.json; a re-run
 skips the runs whose file exists with the same settings, so an interrupted sweep resumes; a
 run file that cannot be parsed (not written by galfast, or edited) is trained again.
-Writes OUT/summary.json, OUT/summary.csv (mean and 95% CI per distance and lambda) and
-OUT/tradeoff.png (attacker macro-F1 and task metric against lambda, one column per distance).
+Writes OUT/summary.json, OUT/summary.csv (mean and 95% CI per distance, lambda and hidden
+attribute) and OUT/tradeoff.png (attacker macro-F1 and task metric against lambda, one column
+per distance); with several attributes (--attribute gender,age) one OUT/tradeoff-<attribute>.png
+each.
 """
 
 
@@ -68,8 +70,10 @@ def run_path(out: Path, config: ExperimentConfig) -> Path:
         schedule += f"-adv{config.adv_every}{config.adv_schedule}"
     if config.pretrain_epochs:
         schedule += f"-pre{config.pretrain_epochs}"
+    # Only a non-default attribute shows in the name, so older sweeps resume under theirs.
+    attribute = "" if config.attribute is None else f"-{config.attribute.replace(',', '+')}"
     name = (
-        f"{config.dataset}-{config.encoder}-{pairing}-{config.distance}-"
+        f"{config.dataset}-{config.encoder}{attribute}-{pairing}-{config.distance}-"
         f"lam{config.lam:g}{schedule}-seed{config.seed}.json"
     )
     return out / "runs" / name
@@ -112,7 +116,8 @@ def main(args: argparse.Namespace) -> int:
         for seed in range(args.seeds)
     ]
     check_folder_writable(out / "runs", "--out")
-    for name in ("summary.json", "summary.csv", "tradeoff.png"):
+    attributes = grid[0].attribute_names
+    for name in ("summary.json", "summary.csv", *_plot_names(attributes)):
         check_writable(out / name, "--out")
     prepare_checked(grid[0])
     records: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -129,36 +134,58 @@ def main(args: argparse.Namespace) -> int:
         records.setdefault((config.distance, config.lam), []).append(record)
     print(f"{trained} run(s) trained, {skipped} finished run(s) skipped")
 
-    summaries = {key: summarize_runs(runs) for key, runs in records.items()}
-    rows = [
-        ({"distance": d, "lambda": f"{lam:g}", "encoder": args.encoder}, s)
-        for (d, lam), s in summaries.items()
-    ]
-    print(format_table(rows))
+    summaries = {
+        (d, lam, attribute): summarize_runs(runs)
+        for (d, lam), setting in records.items()
+        for attribute, runs in by_attribute(setting).items()
+    }
+    for attribute in dict.fromkeys(a for _, _, a in summaries):
+        rows = [
+            ({"distance": d, "lambda": f"{lam:g}", "encoder": args.encoder, "attribute": a}, s)
+            for (d, lam, a), s in summaries.items()
+            if a == attribute
+        ]
+        print(format_table(rows))
     write_json(
         out / "summary.json",
-        [{"distance": d, "lambda": lam, **s} for (d, lam), s in summaries.items()],
+        [
+            {"distance": d, "lambda": lam, "attribute": a, **s}
+            for (d, lam, a), s in summaries.items()
+        ],
     )
     write_csv(out / "summary.csv", _csv_rows(summaries))
-    series: dict[str, list] = {}
-    for (d, lam), s in summaries.items():
-        series.setdefault(d, []).append((lam, s))
-    plot_tradeoff(
-        {d: sorted(points, key=lambda p: p[0]) for d, points in series.items()},
-        out / "tradeoff.png",
-        title=f"{args.dataset} {args.encoder}",
-        ci_over="training seeds",
-    )
-    print(f"wrote {out / 'summary.json'}, {out / 'summary.csv'}, {out / 'tradeoff.png'}")
+    written = [out / "summary.json", out / "summary.csv"]
+    plots = dict(zip(dict.fromkeys(a for _, _, a in summaries), _plot_names(attributes)))
+    for attribute, plot_name in plots.items():
+        series: dict[str, list] = {}
+        for (d, lam, a), s in summaries.items():
+            if a == attribute:
+                series.setdefault(d, []).append((lam, s))
+        plot_tradeoff(
+            {d: sorted(points, key=lambda p: p[0]) for d, points in series.items()},
+            out / plot_name,
+            title=f"{args.dataset} {args.encoder}: {attribute}",
+            ci_over="training seeds",
+        )
+        written.append(out / plot_name)
+    print(f"wrote {', '.join(map(str, written))}")
     return 0
+
+
+def _plot_names(attributes: tuple[str, ...]) -> list[str]:
+    """The trade-off plots' file names: one plot, or one per attribute hidden jointly."""
+    if len(attributes) <= 1:
+        return ["tradeoff.png"]
+    return [f"tradeoff-{name}.png" for name in attributes]
 
 
 def _csv_rows(summaries: dict) -> list[dict[str, Any]]:
     rows = []
-    for (distance, lam), s in summaries.items():
+    for (distance, lam, attribute), s in summaries.items():
         row = {
             "distance": distance,
             "lambda": lam,
+            "attribute": attribute,
             "runs": s["n"],
             f"task_{s['task_metric']}": s["task"]["mean"],
             f"task_{s['task_metric']}_ci95": s["task"]["ci95"],

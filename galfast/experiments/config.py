@@ -40,6 +40,8 @@ class ExperimentConfig:
     encoder: str = "gcn"
     distance: str = "tv"
     lam: float = 0.0
+    # One attribute name, or several joined by commas ("gender,age,occupation") to hide them
+    # jointly: one adversary each during training, one audit each after.
     attribute: Optional[str] = None
     pairing: str = "node"
     epochs: Optional[int] = None
@@ -60,6 +62,7 @@ class ExperimentConfig:
 
     def __post_init__(self) -> None:
         for name, check in (
+            ("attribute", self._check_attribute),
             ("dataset", self._check_dataset),
             ("encoder", self._check_encoder),
             ("attacks", self._check_attacks),
@@ -87,6 +90,27 @@ class ExperimentConfig:
             check_number(name, getattr(self, name), minimum=minimum, integer=True)
         except ValueError as error:
             raise ConfigError(name, str(error)) from None
+
+    @property
+    def attribute_names(self) -> tuple[str, ...]:
+        """The attributes to hide, in order; empty for the setup's default one."""
+        return () if self.attribute is None else tuple(self.attribute.split(","))
+
+    def _check_attribute(self) -> None:
+        if self.attribute is None:
+            return
+        if not isinstance(self.attribute, str):
+            raise ValueError(
+                f"attribute must be a name or names joined by commas, got {self.attribute!r}"
+            )
+        names = self.attribute_names
+        if any(not name or name != name.strip() for name in names):
+            raise ValueError(
+                f"attribute {self.attribute!r} has an empty or space-padded name; "
+                "write names joined by commas, e.g. gender,age"
+            )
+        if len(set(names)) != len(names):
+            raise ValueError(f"attribute {self.attribute!r} names an attribute twice")
 
     def _check_dataset(self) -> None:
         if self.dataset not in DATASET_NAMES:

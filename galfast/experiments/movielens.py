@@ -14,9 +14,9 @@ from torch import Tensor
 from galfast.datasets import RatingDataset
 from galfast.experiments.config import ExperimentConfig
 from galfast.experiments.encoders import make_encoder
-from galfast.experiments.setup import Setup
+from galfast.experiments.setup import Setup, attacker_for
 from galfast.gal import SensitiveAttribute
-from galfast.models import AttackerMLP, BilinearRatingDecoder
+from galfast.models import BilinearRatingDecoder
 from galfast.train import EdgeHead, GALTrainer, RatingBatches, rating_cross_entropy
 
 __all__ = ["MOVIELENS"]
@@ -25,7 +25,7 @@ __all__ = ["MOVIELENS"]
 def train(
     cfg: ExperimentConfig,
     dataset: RatingDataset,
-    attribute: SensitiveAttribute,
+    attributes: tuple[SensitiveAttribute, ...],
     epochs: int,
     progress: bool,
 ) -> tuple[Tensor, dict[str, float]]:
@@ -36,7 +36,7 @@ def train(
     trainer = GALTrainer.from_config(
         encoder,
         EdgeHead(decoder),
-        AttackerMLP(20, attribute.num_outputs),
+        attacker_for(attributes, 20),
         task_loss=rating_cross_entropy,
         config=cfg.gal_config(adv_batch_size=256),
         device=cfg.device,
@@ -45,7 +45,7 @@ def train(
     ratings = dataset.train_ratings
     levels = range(1, dataset.num_rating_levels + 1)
     batches = RatingBatches(ratings[:, :2].t(), ratings[:, 2], levels=levels, batch_size=8192)
-    trainer.fit(dataset.graph, batches, attribute, epochs, progress=progress)
+    trainer.fit(dataset.graph, batches, attributes, epochs, progress=progress)
     z = trainer.embed()
     test = dataset.test_ratings.to(z.device)
     with torch.no_grad():

@@ -16,9 +16,9 @@ from torch import Tensor
 from galfast.datasets import GraphDataset
 from galfast.experiments.config import ExperimentConfig
 from galfast.experiments.encoders import make_encoder
-from galfast.experiments.setup import Setup
+from galfast.experiments.setup import Setup, attacker_for
 from galfast.gal import SensitiveAttribute
-from galfast.models import AttackerMLP, DotProductLinkDecoder
+from galfast.models import DotProductLinkDecoder
 from galfast.train import EdgeHead, GALTrainer, LinkBatches, link_loss
 
 __all__ = ["PLANETOID", "link_auc"]
@@ -35,7 +35,7 @@ def link_auc(z: Tensor, pos: Tensor, neg: Tensor) -> float:
 def train(
     cfg: ExperimentConfig,
     dataset: GraphDataset,
-    attribute: SensitiveAttribute,
+    attributes: tuple[SensitiveAttribute, ...],
     epochs: int,
     progress: bool,
 ) -> tuple[Tensor, dict[str, float]]:
@@ -50,14 +50,14 @@ def train(
     trainer = GALTrainer.from_config(
         encoder,
         EdgeHead(DotProductLinkDecoder()),
-        AttackerMLP(64, attribute.num_outputs),
+        attacker_for(attributes, 64),
         task_loss=link_loss,
         config=cfg.gal_config(),
         device=cfg.device,
         cuda_graphs=cfg.cuda_graphs,
     )
     batches = LinkBatches(split.train_pos, dataset.num_nodes, batch_size=None, negatives=1)
-    trainer.fit(split.graph, batches, attribute, epochs, x=dataset.x, progress=progress)
+    trainer.fit(split.graph, batches, attributes, epochs, x=dataset.x, progress=progress)
     z = trainer.embed()
     return z, {"auc": link_auc(z, split.test_pos, split.test_neg)}
 

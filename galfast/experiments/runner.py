@@ -84,14 +84,18 @@ def sensitive_attribute(
 
 @dataclass(frozen=True)
 class Prepared:
-    """What a run needs before it trains: the dataset, its setup, the sensitive attribute and
-    the resolved epochs."""
+    """What a run needs before it trains: the dataset, its setup, the sensitive attributes to
+    hide (the first is the run's primary one) and the resolved epochs."""
 
     dataset: Union[GraphDataset, RatingDataset]
     setup: Setup
-    attribute: SensitiveAttribute
+    attributes: tuple[SensitiveAttribute, ...]
     epochs: int
     attacker_epochs: int
+
+    @property
+    def attribute(self) -> SensitiveAttribute:
+        return self.attributes[0]
 
 
 def prepare(cfg: ExperimentConfig) -> Prepared:
@@ -100,7 +104,7 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
 
     Raises:
         DatasetNotFoundError: the dataset is neither on disk nor downloadable.
-        ConfigError: the dataset has no attribute ``cfg.attribute``.
+        ConfigError: the dataset lacks an attribute ``cfg.attribute`` names.
         ValueError, OSError: a dataset file is malformed or unreadable, or a loader option
             has a bad value (the message says which).
     """
@@ -110,31 +114,68 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
     if default_attribute not in dataset.attributes:
         default_attribute = next(iter(dataset.attributes))
     try:
-        attribute = sensitive_attribute(dataset, cfg.attribute or default_attribute)
+        attributes = tuple(
+            sensitive_attribute(dataset, name)
+            for name in cfg.attribute_names or (default_attribute,)
+        )
     except ValueError as error:
         raise ConfigError("attribute", str(error)) from None
     epochs = setup.epochs if cfg.epochs is None else cfg.epochs
     attacker_epochs = setup.attacker_epochs if cfg.attacker_epochs is None else cfg.attacker_epochs
-    return Prepared(dataset, setup, attribute, epochs, attacker_epochs)
+    return Prepared(dataset, setup, attributes, epochs, attacker_epochs)
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
-    """Trains one encoder at ``cfg.lam`` and audits it.
+    """Trains one encoder at ``cfg.lam`` (hiding every attribute ``cfg.attribute`` names, one
+    adversary each) and audits it once per attribute.
 
     Returns an :class:`Outcome` whose ``record`` holds the config, the resolved
-    hyperparameters, ``task`` (``{"auc": ...}`` or ``{"rmse": ...}``), ``attack`` (per audit
-    attack, the strongest family's mean metrics), the full audit report and the seconds spent.
+    hyperparameters, ``task`` (``{"auc": ...}`` or ``{"rmse": ...}``), the seconds spent and,
+    per attribute under ``attributes[name]``, ``attack`` (per audit attack, the strongest
+    family's mean metrics), ``baseline`` and the full audit report; the primary (first)
+    attribute's are also at the top level (``attribute``, ``attack``, ``baseline``, ``audit``).
     """
     started = time.perf_counter()
     prepared = prepare(cfg)
-    dataset, setup, attribute = prepared.dataset, prepared.setup, prepared.attribute
+    dataset, setup, attributes = prepared.dataset, prepared.setup, prepared.attributes
     epochs, attacker_epochs = prepared.epochs, prepared.attacker_epochs
     # The modules' initial weights come from torch's global generator: seed it with the run's
     # seed (and restore the caller's state after), so a run does not depend on what ran before
     # it in the same process (a sweep).
     with torch.random.fork_rng(devices=cuda_rng_devices(cfg.device)):
         torch.manual_seed(cfg.seed)
-        z, task = setup.train(cfg, dataset, attribute, epochs, progress)
+        z, task = setup.train(cfg, dataset, attributes, epochs, progress)
+    audits = {
+        attribute.name: _audit_one(cfg, dataset, z, attribute, attacker_epochs, progress)
+        for attribute in attributes
+    }
+    primary = attributes[0].name
+    record = {
+        "config": cfg.to_dict(),
+        "setup": setup.name,
+        "attribute": primary,
+        "epochs": epochs,
+        "attacker_epochs": attacker_epochs,
+        "task_metric": setup.task_metric,
+        "task": task,
+        **audits[primary],
+        "attributes": audits,
+        "notes": list(dataset.notes),
+        "seconds": time.perf_counter() - started,
+    }
+    class_names = tuple(dataset.attribute_classes[primary])
+    return Outcome(record, z.cpu(), attributes[0], class_names)
+
+
+def _audit_one(
+    cfg: ExperimentConfig,
+    dataset: Union[GraphDataset, RatingDataset],
+    z: torch.Tensor,
+    attribute: SensitiveAttribute,
+    attacker_epochs: int,
+    progress: bool,
+) -> dict[str, Any]:
+    """The audit of one attribute as the record stores it: ``attack``, ``baseline``, ``audit``."""
     train_idx, test_idx = audit_split(dataset.attribute_nodes, cfg.seed)
     report = audit(
         z,
@@ -155,19 +196,4 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         for r in report.headline()
     }
     baseline = {r.attack: r.baseline for r in report.headline()}
-    record = {
-        "config": cfg.to_dict(),
-        "setup": setup.name,
-        "attribute": attribute.name,
-        "epochs": epochs,
-        "attacker_epochs": attacker_epochs,
-        "task_metric": setup.task_metric,
-        "task": task,
-        "attack": attack,
-        "baseline": baseline,
-        "audit": report.to_dict(),
-        "notes": list(dataset.notes),
-        "seconds": time.perf_counter() - started,
-    }
-    class_names = tuple(dataset.attribute_classes[attribute.name])
-    return Outcome(record, z.cpu(), attribute, class_names)
+    return {"attack": attack, "baseline": baseline, "audit": report.to_dict()}

@@ -8,18 +8,21 @@ record).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from torch import Tensor
 
 from galfast.experiments.config import ExperimentConfig
 from galfast.gal import SensitiveAttribute
+from galfast.models import AttackerMLP
 
-__all__ = ["Setup", "TrainFn"]
+__all__ = ["Setup", "TrainFn", "attacker_for"]
 
-# train(cfg, dataset, attribute, epochs, progress) -> (frozen embeddings, task metrics)
+# train(cfg, dataset, attributes, epochs, progress) -> (frozen embeddings, task metrics); the
+# attributes are those to hide, one adversary each (see attacker_for).
 TrainFn = Callable[
-    [ExperimentConfig, Any, SensitiveAttribute, int, bool], tuple[Tensor, dict[str, float]]
+    [ExperimentConfig, Any, tuple[SensitiveAttribute, ...], int, bool],
+    tuple[Tensor, dict[str, float]],
 ]
 
 
@@ -52,3 +55,13 @@ class Setup:
             "attribute": self.attribute,
             "task_metric": self.task_metric,
         }
+
+
+def attacker_for(
+    attributes: tuple[SensitiveAttribute, ...], embedding_dim: int
+) -> Union[AttackerMLP, dict[str, AttackerMLP]]:
+    """The simulated adversary GALTrainer takes: one MLP for one attribute, else one per
+    attribute by name (built in the attributes' order, so the first draws the same initial
+    weights as a single-attribute run)."""
+    attackers = {a.name: AttackerMLP(embedding_dim, a.num_outputs) for a in attributes}
+    return attackers[attributes[0].name] if len(attackers) == 1 else attackers
