@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import operator
+import os
 from collections.abc import Sequence
 from typing import Any, Callable, NamedTuple, Optional
 
@@ -65,6 +66,7 @@ def _check_index(edge_index: Any, num_nodes: Any) -> tuple[Tensor, int]:
         raise ValueError(f"edge_index holds a negative node id ({int(edge_index.min())})")
     inferred = int(edge_index.max()) + 1 if edge_index.numel() else 0
     if num_nodes is None:
+        _check_fits_memory(inferred, edge_index.device, f"the largest node id is {inferred - 1}")
         return edge_index, inferred
     num_nodes = _count("num_nodes", num_nodes)
     if inferred > num_nodes:
@@ -72,7 +74,39 @@ def _check_index(edge_index: Any, num_nodes: Any) -> tuple[Tensor, int]:
             f"edge_index refers to node {inferred - 1} but num_nodes is {num_nodes} "
             f"(ids must lie in [0, {num_nodes}))"
         )
+    _check_fits_memory(num_nodes, edge_index.device, f"num_nodes is {num_nodes}")
     return edge_index, num_nodes
+
+
+# Bytes per node that building a CSR holds at its peak: the int64 row counts, their cumulative
+# sum and the row pointer, the self-loop mask, and the degrees the layers derive next.
+_BYTES_PER_NODE = 40
+
+
+def _device_memory(device: torch.device) -> Optional[int]:
+    """The device's total memory in bytes, None where it cannot be told."""
+    if device.type == "cuda":
+        return torch.cuda.mem_get_info(device)[1]
+    if device.type == "cpu" and hasattr(os, "sysconf"):
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+    return None
+
+
+def _check_fits_memory(num_nodes: int, device: torch.device, why: str) -> None:
+    """A node count whose per-node arrays alone exceed the device's memory is refused here:
+    allocating them would get the process killed by the OOM killer (a stray id near 2^31 in
+    an edge list is the usual cause), which no caller can catch."""
+    memory = _device_memory(device)
+    needed = num_nodes * _BYTES_PER_NODE
+    if memory is not None and needed > memory:
+        raise ValueError(
+            f"a graph of {num_nodes} nodes ({why}) needs {needed / 2**30:.1f} GiB for its node "
+            f"arrays alone, more than the {memory / 2**30:.1f} GiB of {device}: check the edge "
+            "list for a stray id, or relabel the nodes to 0..n-1"
+        )
 
 
 def _check_edge_values(name: str, values: Optional[Tensor], num_edges: int, device) -> None:

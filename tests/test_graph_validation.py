@@ -190,3 +190,17 @@ def test_layer_cache_sees_edits_through_data():
     assert torch.equal(conv(x, ei), conv(x, ei.clone()))
     ei.numpy()[1, 1] = 0
     assert torch.equal(conv(x, ei), conv(x, ei.clone()))
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: Graph.from_edge_index(torch.tensor([[0, 1], [1, 2**40]])),
+        lambda: Graph.from_edge_index(torch.tensor([[0, 1], [1, 2]]), num_nodes=2**40),
+    ],
+    ids=["stray id", "declared"],
+)
+def test_a_node_count_beyond_the_machines_memory_is_refused_before_allocating(build):
+    # 2**40 nodes need 40 TiB of node arrays: allocating them would get the process killed.
+    with pytest.raises(ValueError, match=r"10995116277(76|77) nodes.*more than the"):
+        build()
