@@ -602,3 +602,15 @@ def test_non_finite_x_is_refused(data):
     x[0, 0] = float("nan")
     with pytest.raises(ValueError, match="x contains NaN"):
         _trainer(data).fit(data.graph, _batches(data), epochs=1, x=x, progress=False)
+
+
+@pytest.mark.parametrize("source", ["empty set", "one-shot iterator"])
+def test_an_epoch_without_batches_is_an_error_not_a_silent_no_op(data, source):
+    if source == "empty set":
+        batches = NodeBatches(data.train[:0], data.y[:0])
+    else:
+        batches = iter(list(_batches(data)))  # exhausted after the first epoch
+    trainer = _trainer(data, lam=0.0)
+    with pytest.raises(ValueError, match="yielded no batch in epoch"):
+        trainer.fit(data.graph, batches, None, epochs=2, x=data.x, progress=False)
+    assert trainer.epoch == (0 if source == "empty set" else 1)

@@ -352,7 +352,7 @@ class GALTrainer:
         task_losses, adv_losses = [], {a.attribute.name: [] for a in adversaries}
         pairs = {a.attribute.name: 0 for a in adversaries}
         failures = dict(pairs)
-        adv_steps = 0
+        adv_steps = batches = 0
         # Once per epoch, not per step: only callbacks and embed() (which restores the mode)
         # run between steps, and Module.train() walks every submodule.
         self._set_train_mode()
@@ -361,6 +361,7 @@ class GALTrainer:
         epoch_seed = derive_seed(self.settings.seed, "epoch", self.epoch)
         with seeded_globals(epoch_seed, cuda_rng_devices(self.device)):
             for batch in task_batches:
+                batches += 1
                 batch = move_to_device(batch, self.device)
                 due = (self.step + 1) % self.settings.adv_every == 0
                 if not (adversarial and due and self.settings.adv_schedule == "instead"):
@@ -374,6 +375,11 @@ class GALTrainer:
                         adv_losses[name].append(value)
                     adv_steps += 1
                 self.step += 1
+        if batches == 0:
+            raise ValueError(
+                f"task_batches yielded no batch in epoch {self.epoch + 1}: nothing to train on "
+                "(an empty training set, or an iterator that is exhausted after one pass?)"
+            )
         self.epoch += 1
         phase = "pretrain" if pretrain else ("adversarial" if adversarial else "task")
         record: dict[str, Any] = {"epoch": self.epoch, "phase": phase}
