@@ -157,7 +157,7 @@ def qm9(
     2. ``"canonical"``: ``gdb9.sdf``, ``gdb9.sdf.csv`` and ``uncharacterized.txt`` (the
        release PyG downloads) in the folder or its ``raw/``;
     3. ``"qm9pack"``: offline, from the ``qm9pack`` package with bonds perceived by RDKit
-       (``pip install galfast[qm9]``); about a minute on two cores, once;
+       (``pip install galfast[qm9]``); 2.5 minutes on two busy CPU cores, once;
     4. ``"canonical"`` downloaded (when `download`) into ``raw/``, checked against the
        SHA-256 pinned on first download.
 
