@@ -1,0 +1,160 @@
+"""A collection of small molecular graphs stored as concatenated arrays and offsets."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Union
+
+import torch
+from torch import Tensor
+
+from galfast.datasets._common import to_device
+from galfast.datasets.molecule_batch import MoleculeBatch, ranges
+
+__all__ = ["MoleculeDataset"]
+
+
+def _check_ptr(name: str, ptr: Tensor, total: int) -> None:
+    if ptr.dtype != torch.int64 or ptr.dim() != 1 or ptr.numel() < 1:
+        raise ValueError(f"{name} must be a non-empty 1-D int64 tensor of offsets")
+    if int(ptr[0]) != 0 or int(ptr[-1]) != total or bool((ptr.diff() < 0).any()):
+        raise ValueError(f"{name} must rise from 0 to {total} without decreasing")
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class MoleculeDataset:
+    """Molecules (atoms, bonds, positions, targets) for graph-level learning.
+
+    All molecules share flat arrays: molecule ``g`` owns atom rows
+    ``node_ptr[g]:node_ptr[g+1]`` and edge columns ``edge_ptr[g]:edge_ptr[g+1]``. No Python
+    object per molecule, so 130k molecules load, batch and move to a device as a few tensors.
+
+    Attributes:
+        name: e.g. ``"qm9"``.
+        x: ``[N, F]`` float32 atom features.
+        z: ``[N]`` int64 atomic numbers.
+        pos: ``[N, 3]`` float32 positions (Angstrom).
+        edge_index: ``[2, E]`` int64 (source, target) atom indices LOCAL to the molecule,
+            both directions of every bond, sorted by target then source within a molecule.
+        edge_attr: ``[E, D]`` float32 edge features.
+        node_ptr, edge_ptr: ``[G + 1]`` int64 offsets.
+        y: ``[G, T]`` float32 targets, columns named by ``target_names`` (units
+            ``target_units``).
+        ids: ``[G]`` int64 each molecule's number in its source (QM9: ``gdb_<id>``).
+        attributes: sensitive attributes, ``name -> [G]`` float32 values per molecule
+            (continuous, graph-level; QM9: ``alpha``).
+        license: licence / attribution notice of the data.
+        notes: caveats a user must know (where the bonds come from, ...).
+
+    Example:
+        >>> ds = galfast.datasets.qm9()
+        >>> b = ds.batch(torch.arange(128))
+        >>> b.num_graphs, b.x.shape[1], b.edge_attr.shape[1]
+        (128, 11, 4)
+    """
+
+    name: str
+    x: Tensor
+    z: Tensor
+    pos: Tensor
+    edge_index: Tensor
+    edge_attr: Tensor
+    node_ptr: Tensor
+    edge_ptr: Tensor
+    y: Tensor
+    target_names: tuple[str, ...]
+    target_units: tuple[str, ...]
+    ids: Tensor
+    attributes: dict[str, Tensor]
+    license: str
+    notes: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        n, e, g = self.x.size(0), self.edge_index.size(-1), self.node_ptr.numel() - 1
+        _check_ptr("node_ptr", self.node_ptr, n)
+        _check_ptr("edge_ptr", self.edge_ptr, e)
+        if self.x.dim() != 2 or self.z.shape != (n,) or self.pos.shape != (n, 3):
+            raise ValueError(f"x, z and pos must have {n} rows ([N, F], [N], [N, 3])")
+        if self.edge_index.dim() != 2 or self.edge_index.size(0) != 2:
+            raise ValueError("edge_index must have shape [2, E]")
+        if self.edge_attr.dim() != 2 or self.edge_attr.size(0) != e:
+            raise ValueError(f"edge_attr must have shape [{e}, D]")
+        if self.edge_ptr.numel() != g + 1 or self.y.dim() != 2 or self.y.size(0) != g:
+            raise ValueError(f"edge_ptr must have {g + 1} entries and y shape [{g}, T]")
+        if len(self.target_names) != self.y.size(1) or len(self.target_units) != self.y.size(1):
+            raise ValueError(f"target_names and target_units need {self.y.size(1)} entries")
+        if self.ids.shape != (g,):
+            raise ValueError(f"ids must have shape [{g}]")
+        for key, values in self.attributes.items():
+            if values.shape != (g,) or not values.is_floating_point():
+                raise ValueError(f"attribute {key!r} must be a float tensor of shape [{g}]")
+        if self.edge_index.device.type == "cpu" and e:
+            sizes = (self.node_ptr.diff())[self._edge_molecule()]
+            if bool(((self.edge_index < 0) | (self.edge_index >= sizes)).any()):
+                raise ValueError("edge_index holds an atom index outside its molecule")
+
+    def _edge_molecule(self) -> Tensor:
+        counts = self.edge_ptr.diff()
+        return torch.repeat_interleave(torch.arange(counts.numel(), device=counts.device), counts)
+
+    def __len__(self) -> int:
+        return self.y.size(0)
+
+    @property
+    def num_molecules(self) -> int:
+        return self.y.size(0)
+
+    @property
+    def num_node_features(self) -> int:
+        return self.x.size(1)
+
+    @property
+    def num_edge_features(self) -> int:
+        return self.edge_attr.size(1)
+
+    def target(self, name: str) -> Tensor:
+        """The ``[G]`` column of target ``name`` (e.g. ``"mu"``)."""
+        if name not in self.target_names:
+            raise ValueError(f"{self.name} has no target {name!r}; it has {self.target_names}")
+        return self.y[:, self.target_names.index(name)]
+
+    def batch(self, indices: Union[Tensor, Sequence[int]]) -> MoleculeBatch:
+        """The molecules ``indices`` (dataset positions, in that order) merged into one
+        :class:`MoleculeBatch`."""
+        ids = torch.as_tensor(indices, dtype=torch.long, device=self.y.device).view(-1)
+        g = len(self)
+        if ids.numel() and (int(ids.min()) < -g or int(ids.max()) >= g):
+            raise IndexError(f"molecule index out of range for {g} molecules")
+        ids = ids % max(g, 1)
+        atoms = self.node_ptr.diff()[ids]
+        edges = self.edge_ptr.diff()[ids]
+        atom_rows = ranges(self.node_ptr[ids], atoms)
+        edge_cols = ranges(self.edge_ptr[ids], edges)
+        position = torch.arange(ids.numel(), device=ids.device)
+        first_atom = torch.cumsum(atoms, 0) - atoms
+        edge_index = self.edge_index[:, edge_cols] + torch.repeat_interleave(first_atom, edges)
+        num_nodes = atom_rows.numel()
+        return MoleculeBatch(
+            x=self.x[atom_rows],
+            z=self.z[atom_rows],
+            pos=self.pos[atom_rows],
+            edge_index=edge_index,
+            edge_attr=self.edge_attr[edge_cols],
+            batch=torch.repeat_interleave(position, atoms),
+            y=self.y[ids],
+            ids=ids,
+            graph=MoleculeBatch.csr_graph(edge_index, num_nodes),
+        )
+
+    def to(self, device: Any) -> MoleculeDataset:
+        """A copy with every tensor on `device`."""
+        return to_device(self, device)
+
+    def __repr__(self) -> str:
+        return (
+            f"MoleculeDataset({self.name}: {len(self)} molecules, {self.x.size(0)} atoms, "
+            f"{self.edge_index.size(1)} directed edges, {self.num_node_features} atom and "
+            f"{self.num_edge_features} edge features, targets {', '.join(self.target_names)}; "
+            f"attributes: {', '.join(self.attributes) or 'none'})"
+        )

@@ -1,0 +1,36 @@
+"""Splitting ``range(n)`` into (optionally shuffled) mini-batches of indices."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+__all__ = ["check_batch_size", "index_batches"]
+
+
+def check_batch_size(batch_size: Optional[int]) -> None:
+    if batch_size is not None and (
+        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
+    ):
+        raise ValueError(
+            f"batch_size must be a positive int or None (one batch), got {batch_size!r}"
+        )
+
+
+def index_batches(
+    n: int,
+    batch_size: Optional[int],
+    shuffle: bool,
+    generator: Optional[torch.Generator] = None,
+) -> Iterator[Tensor]:
+    """Yields int64 index tensors covering ``range(n)`` in chunks of ``batch_size`` (all at once
+    when None). Shuffling draws from `generator`, by default torch's global generator, which
+    :class:`GALTrainer` seeds at the start of every epoch, so epochs are reproducible and
+    resumable."""
+    order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
+    size = n if batch_size is None else batch_size
+    for start in range(0, n, max(size, 1)):
+        yield order[start : start + size]

@@ -1,0 +1,183 @@
+"""Mini-batches of whole graphs (molecules) for graph-level tasks: each batch merges its graphs
+into one block-diagonal :class:`~galfast.Graph` with a vector saying which graph each node
+belongs to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Protocol, Union, runtime_checkable
+
+import torch
+from torch import Tensor, nn
+
+from galfast.gal.seeding import derive_seed, seeded_generator
+from galfast.graph import Graph
+from galfast.train.batch_indices import check_batch_size, index_batches
+
+__all__ = ["GraphBatch", "GraphBatches", "GraphCollection"]
+
+
+@dataclass(frozen=True, eq=False)
+class GraphBatch:
+    """Several small graphs merged into one block-diagonal :class:`~galfast.Graph`.
+
+    Attributes:
+        x: ``[n, F]`` node features of all graphs, stacked.
+        graph: the merged graph on ``n`` nodes.
+        batch: ``[n]`` int64 position (0..B-1) of each node's graph within the batch.
+        y: ``[B, ...]`` task targets per graph.
+        ids: ``[B]`` int64 dataset index of each graph (sensitive attributes are keyed by it).
+        edge_attr: optional ``[e, D]`` edge features in ``graph``'s CSR edge order.
+    """
+
+    x: Tensor
+    graph: Graph
+    batch: Tensor
+    y: Tensor
+    ids: Tensor
+    edge_attr: Optional[Tensor] = None
+
+    def to(self, device) -> GraphBatch:
+        return GraphBatch(
+            self.x.to(device),
+            self.graph.to(device),
+            self.batch.to(device),
+            self.y.to(device),
+            self.ids.to(device),
+            None if self.edge_attr is None else self.edge_attr.to(device),
+        )
+
+    def encode(self, encoder: nn.Module) -> tuple[Tensor, Tensor]:
+        """The trainer's hook for batches that bring their own graph: returns the per-graph
+        embeddings ``[B, D]`` and the ids their rows belong to. The encoder is called as
+        ``encoder(x, graph, batch)``, or ``encoder(x, graph, batch, edge_attr=edge_attr)``
+        when the batch has edge features (an MPNN's edge network input)."""
+        if self.edge_attr is None:
+            return encoder(self.x, self.graph, self.batch), self.ids
+        return encoder(self.x, self.graph, self.batch, edge_attr=self.edge_attr), self.ids
+
+
+@runtime_checkable
+class GraphCollection(Protocol):
+    """Graphs stored together (e.g. ``galfast.datasets.MoleculeDataset``): ``len`` graphs and
+    ``batch(indices)`` merging some of them into an object with ``x``, ``graph`` (a
+    :class:`~galfast.Graph`), ``batch`` and optionally ``edge_attr`` in ``graph``'s CSR
+    edge order."""
+
+    def __len__(self) -> int: ...
+
+    def batch(self, indices: Tensor) -> Any: ...
+
+
+def _merge_graph_objects(parts: Sequence[Any]) -> tuple[Tensor, Graph, Tensor]:
+    sizes = torch.tensor([p.x.size(0) for p in parts])
+    offsets = torch.cumsum(sizes, 0) - sizes
+    edges = torch.cat([p.edge_index.long() + int(o) for p, o in zip(parts, offsets)], 1)
+    graph = Graph.from_edge_index(edges, int(sizes.sum()))
+    x = torch.cat([p.x for p in parts])
+    batch = torch.repeat_interleave(torch.arange(len(parts)), sizes).to(x.device)
+    return x, graph, batch
+
+
+class GraphBatches:
+    """Re-iterable mini-batches of whole graphs for graph-level tasks (QM9-style): every epoch
+    each selected graph appears in exactly one batch.
+
+    Args:
+        graphs: a :class:`GraphCollection` (``MoleculeDataset``: arrays and offsets, batched
+            without a Python object per graph), or a sequence of objects with ``x``
+            ``[n_i, F]`` and ``edge_index`` ``[2, e_i]`` (e.g. ``torch_geometric.data.Data``).
+        y: ``[G, ...]`` one task target per graph of `graphs` (e.g. normalised ``mu``).
+        batch_size: graphs per batch (128 in the paper's QM9 runs).
+        shuffle: reshuffle every epoch.
+        index: ``[K]`` int64 the graphs to iterate over (a split); default all.
+        seed: None: shuffle with torch's global generator (``GALTrainer`` seeds it every
+            epoch, so runs are reproducible and resumable). An int: epoch ``e`` (the ``e``-th
+            iteration, or as set by :meth:`set_epoch`) uses an order that is a pure function
+            of ``(seed, e)``, independent of any global state.
+        transform: applied to each collection batch before it is returned (e.g.
+            ``galfast.datasets.complete_graph`` for PyG's complete graphs with distances).
+
+    The encoder receives ``(x, graph, batch)``, plus ``edge_attr=`` when the batches carry
+    edge features, and returns one embedding per graph; ``GraphBatch.ids`` are positions in
+    `graphs`, the rows a graph-level ``SensitiveAttribute`` is keyed by.
+
+    Example:
+        >>> ds = galfast.datasets.qm9()
+        >>> train, val, test = galfast.datasets.paper_split(len(ds))
+        >>> batches = GraphBatches(ds, ds.target("mu"), index=train, seed=0)
+        >>> first = next(iter(batches))          # 128 molecules
+    """
+
+    def __init__(
+        self,
+        graphs: Union[GraphCollection, Sequence[Any]],
+        y: Tensor,
+        batch_size: int = 128,
+        shuffle: bool = True,
+        *,
+        index: Optional[Tensor] = None,
+        seed: Optional[int] = None,
+        transform: Optional[Callable[[Any], Any]] = None,
+    ) -> None:
+        self.collection = callable(getattr(graphs, "batch", None)) and hasattr(graphs, "__len__")
+        if len(graphs) != y.size(0):
+            raise ValueError(f"y has {y.size(0)} rows for {len(graphs)} graphs")
+        if not self.collection:
+            graphs = list(graphs)
+            for i, g in enumerate(graphs):
+                if not isinstance(getattr(g, "x", None), Tensor) or not isinstance(
+                    getattr(g, "edge_index", None), Tensor
+                ):
+                    raise ValueError(f"graph {i} lacks an x or edge_index tensor")
+            if transform is not None:
+                raise ValueError("transform applies to graph collections (with .batch()) only")
+        check_batch_size(batch_size)
+        if index is None:
+            index = torch.arange(len(graphs))
+        if not isinstance(index, Tensor) or index.dim() != 1 or index.is_floating_point():
+            raise ValueError("index must be a 1-D integer tensor of graph positions")
+        if index.numel() and (int(index.min()) < 0 or int(index.max()) >= len(graphs)):
+            raise ValueError(f"index holds a graph position outside [0, {len(graphs)})")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
+            raise ValueError(f"seed must be an int or None, got {seed!r}")
+        self.graphs, self.y, self.index = graphs, y, index.long().cpu()
+        self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
+        self.transform, self.epoch = transform, 0
+
+    def __len__(self) -> int:
+        return -(-self.index.numel() // self.batch_size)
+
+    def set_epoch(self, epoch: int) -> None:
+        """With a `seed`: the next iteration draws epoch `epoch`'s order (to resume)."""
+        self.epoch = int(epoch)
+
+    def _generator(self) -> Optional[torch.Generator]:
+        if self.seed is None:
+            return None
+        generator = seeded_generator(derive_seed(self.seed, "graph_batches", self.epoch))
+        self.epoch += 1
+        return generator
+
+    def _merge(self, ids: Tensor) -> GraphBatch:
+        if not self.collection:
+            x, graph, batch = _merge_graph_objects([self.graphs[i] for i in ids.tolist()])
+            return GraphBatch(x, graph, batch, self.y[ids.to(self.y.device)], ids.to(x.device))
+        merged = self.graphs.batch(ids)
+        if self.transform is not None:
+            merged = self.transform(merged)
+        device = merged.x.device
+        return GraphBatch(
+            merged.x,
+            merged.graph,
+            merged.batch,
+            self.y[ids.to(self.y.device)].to(device),
+            ids.to(device),
+            getattr(merged, "edge_attr", None),
+        )
+
+    def __iter__(self) -> Iterator[GraphBatch]:
+        generator = self._generator()
+        for chunk in index_batches(self.index.numel(), self.batch_size, self.shuffle, generator):
+            yield self._merge(self.index[chunk])
