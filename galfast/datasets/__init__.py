@@ -3,6 +3,8 @@
 Every loader returns a :class:`GraphDataset` (node features, labels, node and link splits) or a
 :class:`RatingDataset` (user-movie ratings and their split); both carry the graph to run the
 encoder on and the sensitive attributes with the ids of the nodes that have them.
+The knowledge graphs FB15k-237 and WN18RR load as a :class:`KnowledgeGraphDataset` (triples,
+vocabularies, entity attributes).
 """
 
 from galfast.datasets.download import (
@@ -13,6 +15,8 @@ from galfast.datasets.download import (
 )
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.homophily import edge_homophily
+from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
+from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
 from galfast.datasets.link_split import LinkSplit, random_link_split, sample_negative_edges
 from galfast.datasets.movielens_loader import movielens
 from galfast.datasets.planetoid_loader import MissingFeaturesWarning, planetoid
@@ -26,12 +30,15 @@ __all__ = [
     "ChecksumError",
     "DatasetNotFoundError",
     "GraphDataset",
+    "KG_NAMES",
+    "KnowledgeGraphDataset",
     "LinkSplit",
     "MissingFeaturesWarning",
     "RatingDataset",
     "UnpinnedChecksumWarning",
     "data_dir",
     "edge_homophily",
+    "fb15k_237",
     "load",
     "movielens",
     "planetoid",
@@ -40,4 +47,5 @@ __all__ = [
     "synthetic",
     "synthetic_graph",
     "synthetic_movielens",
+    "wn18rr",
 ]
