@@ -24,6 +24,7 @@ PURPOSES = {
     "audit_validation": 5,
     "audit_search": 6,
     "audit_attacker": 7,
+    "kg_query_order": 8,
 }
 
 

@@ -86,7 +86,7 @@ class OneToNBatches:
             return torch.arange(count)
         if self.seed is None:
             return torch.randperm(count)
-        generator = seeded_generator(derive_seed(self.seed, "one_to_n_batches", epoch))
+        generator = seeded_generator(derive_seed(self.seed, "kg_query_order", epoch))
         return torch.randperm(count, generator=generator)
 
     def epoch(self, epoch: int) -> Iterator[OneToNBatch]:
