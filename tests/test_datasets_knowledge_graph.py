@@ -349,3 +349,21 @@ def test_real_files_match_the_pinned_hashes():
     for (name, key), digest in _SHA256.items():
         if not key.endswith(".zip"):
             assert sha256(SHARED / name / key) == digest, key
+
+
+@needs_shared
+def test_real_wn18rr_queries_and_filtered_oracle_ranks_first():
+    from galfast.models import evaluate_link_prediction, kg_queries
+
+    ds = wn18rr(root=SHARED, attributes=False)
+    train = kg_queries(ds.train, ds.num_entities, ds.num_relations)
+    assert train.answers.numel() == 2 * 86835  # every training triple, both directions
+    known = kg_queries(ds.all_triples, ds.num_entities, ds.num_relations)
+
+    def oracle(entity, relation):  # 1 for every true answer of the query, 0 elsewhere
+        return known.targets(known.find(entity, relation))
+
+    result = evaluate_link_prediction(oracle, ds.test, known, batch_size=512)
+    # Filtering removes the other true answers, so the answer ranks first; unfiltered it
+    # would tie with them.
+    assert result.both.mrr == 1.0 and result.both.count == 2 * 3134
