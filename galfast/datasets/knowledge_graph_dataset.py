@@ -32,7 +32,8 @@ class KnowledgeGraphDataset:
         relations: ``R`` relation names, sorted, likewise.
         train, valid, test: ``[T, 3]`` int64 ``(head, relation, tail)`` triples, file order.
         graph: the message-passing graph over the *training* triples: each ``(h, r, t)`` as an
-            edge ``h -> t`` of type ``r`` and an edge ``t -> h`` of type ``r + R``.
+            edge ``h -> t`` of type ``r`` and an edge ``t -> h`` of type ``r + R`` (a repeated
+            training triple gives one edge).
         attributes: ``name -> values``: ``[K]`` int64 class ids (categorical) or ``[K, L]``
             int64 0/1 labels (multilabel), row ``k`` belonging to entity
             ``attribute_nodes[name][k]``.

@@ -10,7 +10,8 @@ __all__ = ["one_to_n_loss", "smooth_labels"]
 
 def smooth_labels(targets: Tensor, label_smoothing: float) -> Tensor:
     r""":math:`(1 - \epsilon)\, y + 1 / N` for multi-hot ``targets`` ``[B, N]``: the smoothing of
-    ConvE's and CompGCN's code (note ``1 / N``, not :math:`\epsilon / N`)."""
+    ConvE's and CompGCN's code (note ``1 / N``, not :math:`\epsilon / N`). A true answer's
+    label exceeds 1 when ``1 / N > epsilon``: only for toy graphs, never FB15k-237 or WN18RR."""
     if not 0.0 <= label_smoothing < 1.0:
         raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing}")
     return (1.0 - label_smoothing) * targets + 1.0 / targets.size(-1)
