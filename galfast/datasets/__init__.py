@@ -4,6 +4,8 @@ QM9's molecules come as a :class:`MoleculeDataset` (graph-level targets and attr
 Every loader returns a :class:`GraphDataset` (node features, labels, node and link splits) or a
 :class:`RatingDataset` (user-movie ratings and their split); both carry the graph to run the
 encoder on and the sensitive attributes with the ids of the nodes that have them.
+The knowledge graphs FB15k-237 and WN18RR load as a :class:`KnowledgeGraphDataset` (triples,
+vocabularies, entity attributes).
 """
 
 from galfast.datasets.complete_graph import complete_graph, with_distance
@@ -15,6 +17,8 @@ from galfast.datasets.download import (
 )
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.homophily import edge_homophily
+from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
+from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
 from galfast.datasets.link_split import LinkSplit, random_link_split, sample_negative_edges
 from galfast.datasets.molecule_batch import MoleculeBatch
 from galfast.datasets.molecule_dataset import MoleculeDataset
@@ -33,6 +37,8 @@ __all__ = [
     "ChecksumError",
     "DatasetNotFoundError",
     "GraphDataset",
+    "KG_NAMES",
+    "KnowledgeGraphDataset",
     "LinkSplit",
     "MissingFeaturesWarning",
     "MoleculeBatch",
@@ -45,6 +51,7 @@ __all__ = [
     "complete_graph",
     "data_dir",
     "edge_homophily",
+    "fb15k_237",
     "load",
     "movielens",
     "paper_split",
@@ -57,4 +64,5 @@ __all__ = [
     "synthetic_movielens",
     "target_statistics",
     "with_distance",
+    "wn18rr",
 ]

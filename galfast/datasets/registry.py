@@ -7,6 +7,8 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from galfast.datasets.graph_dataset import GraphDataset
+from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
+from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
 from galfast.datasets.movielens_loader import movielens
 from galfast.datasets.planetoid_loader import PLANETOID_NAMES, planetoid
 from galfast.datasets.rating_dataset import RatingDataset
@@ -21,9 +23,11 @@ DATASET_NAMES = (
     *PLANETOID_NAMES,
     "synthetic-graph",
     "synthetic-movielens",
+    *KG_NAMES,
 )
 
 _SYNTHETIC = {"graph": synthetic_graph, "movielens": synthetic_movielens}
+_KNOWLEDGE_GRAPHS = {"fb15k-237": fb15k_237, "wn18rr": wn18rr}
 
 
 def synthetic(kind: str = "graph", **kwargs: Any) -> Union[GraphDataset, RatingDataset]:
@@ -39,6 +43,8 @@ def _loader(name: str) -> Callable[..., Any]:
         return movielens
     if name in PLANETOID_NAMES:
         return planetoid
+    if name in _KNOWLEDGE_GRAPHS:
+        return _KNOWLEDGE_GRAPHS[name]
     return _SYNTHETIC[name.removeprefix("synthetic-")]
 
 
@@ -59,12 +65,14 @@ def load(
     root: Optional[Union[str, Path]] = None,
     seed: int = 0,
     **kwargs: Any,
-) -> Union[GraphDataset, RatingDataset]:
+) -> Union[GraphDataset, RatingDataset, KnowledgeGraphDataset]:
     """Loads a dataset by its name in :data:`DATASET_NAMES`.
 
     ``movielens-*`` and the synthetic MovieLens give a :class:`RatingDataset`; Planetoid names
     and ``synthetic-graph`` a :class:`GraphDataset`. `root` is for the real datasets only;
     `kwargs` go to the loader (e.g. ``download=False``, ``num_users=...``).
+    ``fb15k-237`` and ``wn18rr`` give a :class:`KnowledgeGraphDataset` (fixed splits: `seed`
+    changes nothing).
 
     Example:
         >>> load("citeseer", root="../shared/data").num_nodes
@@ -80,6 +88,8 @@ def load(
         return movielens(name.removeprefix("movielens-"), root, seed, **kwargs)
     if name in PLANETOID_NAMES:
         return planetoid(name, root, seed, **kwargs)
+    if name in _KNOWLEDGE_GRAPHS:
+        return _KNOWLEDGE_GRAPHS[name](root, **kwargs)
     if root is not None:
         raise ValueError(f"{name} is generated, it takes no root")
     return synthetic(name.removeprefix("synthetic-"), seed=seed, **kwargs)

@@ -25,6 +25,7 @@ PURPOSES = {
     "audit_search": 6,
     "audit_attacker": 7,
     "graph_batches": 8,
+    "kg_query_order": 9,
 }
 
 

@@ -21,6 +21,7 @@ from galfast.train.batches import (
 )
 from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery, History
 from galfast.train.config import GALConfig
+from galfast.train.kg_batches import OneToNBatch, OneToNBatches
 from galfast.train.tasks import (
     EdgeHead,
     GraphHead,
@@ -52,6 +53,8 @@ __all__ = [
     "NodeBatch",
     "NodeBatches",
     "NodeHead",
+    "OneToNBatch",
+    "OneToNBatches",
     "Pairing",
     "RatingBatch",
     "RatingBatches",

@@ -1,0 +1,122 @@
+"""The sensitive entity attributes of the paper's knowledge-graph runs, read from their files:
+WN18RR part of speech and word sense, FB15k-237 entity types (multi-label)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["POS_TAGS", "TYPES_KNOWN", "entity_types", "pos_and_sense"]
+
+# GAL's order of the WordNet part-of-speech tags (adjective, noun, adverb, verb).
+POS_TAGS = ("JJ", "NN", "RB", "VB")
+
+# On which entities the entity-type attribute counts as known.
+TYPES_KNOWN = ("top", "typed", "all")
+
+# What a loader returns per attribute: (kind, values, class names, entity ids).
+Attribute = tuple[str, np.ndarray, tuple[str, ...], np.ndarray]
+
+
+def _entity_ids(entities: tuple[str, ...], names: list[str]) -> np.ndarray:
+    """Ids of `names` in `entities`, -1 where a name is not an entity."""
+    entity_id = {name: i for i, name in enumerate(entities)}
+    return np.fromiter((entity_id.get(name, -1) for name in names), np.int64, count=len(names))
+
+
+def pos_and_sense(
+    path: Path, entities: tuple[str, ...], sense_cap: int
+) -> tuple[dict[str, Attribute], int]:
+    """``pos`` (4 classes, :data:`POS_TAGS`) and ``sense`` (``sense_cap`` classes: senses
+    ``1 .. sense_cap - 1``, then every sense ``>= sense_cap`` in one class, GAL's
+    ``min(sense, 20) - 1``) from ``entity_pos_sense.tsv`` (header ``id name POS_tag sense``).
+
+    Returns the attributes and the number of entities without a row. Rows of ids that are not
+    entities of the graph are ignored.
+
+    Raises:
+        ValueError: a malformed row, an unknown tag, a sense below 1 or an id given twice.
+    """
+    if isinstance(sense_cap, bool) or not isinstance(sense_cap, int) or sense_cap < 2:
+        raise ValueError(f"sense_cap must be an int >= 2, got {sense_cap!r}")
+    ids, tags, senses = [], [], []
+    with open(path, encoding="utf-8") as stream:
+        header = stream.readline().rstrip("\r\n").split("\t")
+        if header != ["id", "name", "POS_tag", "sense"]:
+            raise ValueError(f"{path}: expected the header 'id name POS_tag sense', got {header}")
+        for number, line in enumerate(stream, start=2):
+            fields = line.rstrip("\r\n").split("\t")
+            if fields == [""]:
+                continue
+            if len(fields) != 4 or fields[2] not in POS_TAGS or not fields[3].isdigit():
+                raise ValueError(f"{path}, line {number}: malformed row {line.rstrip()!r}")
+            if int(fields[3]) < 1:
+                raise ValueError(f"{path}, line {number}: sense numbers start at 1")
+            ids.append(fields[0])
+            tags.append(POS_TAGS.index(fields[2]))
+            senses.append(int(fields[3]))
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"{path} lists an entity twice")
+    node = _entity_ids(entities, ids)
+    keep = node >= 0
+    order = np.argsort(node[keep])
+    nodes = node[keep][order]
+    pos = np.asarray(tags, dtype=np.int64)[keep][order]
+    sense = np.minimum(np.asarray(senses, dtype=np.int64)[keep][order], sense_cap) - 1
+    sense_classes = tuple(f"sense {s}" for s in range(1, sense_cap)) + (f"sense >= {sense_cap}",)
+    attributes = {
+        "pos": ("categorical", pos, POS_TAGS, nodes),
+        "sense": ("categorical", sense, sense_classes, nodes),
+    }
+    return attributes, len(entities) - nodes.size
+
+
+def entity_types(
+    path: Path, entities: tuple[str, ...], top: int, known: str
+) -> tuple[dict[str, Attribute], dict[str, int]]:
+    """``types``: the multi-label set of the `top` most frequent types of ``path``
+    (``Entity_Type_train.txt``, ``mid<TAB>/type/path`` per line), columns ordered by count,
+    then by name. Each (entity, type) pair counts once.
+
+    `known` says where the attribute is known: ``"top"`` on entities with at least one of the
+    `top` types; ``"typed"`` on entities with any type in the file (all-zero rows for those with
+    none of the `top`); ``"all"`` on every entity (GAL's code: all-zero rows for the rest).
+
+    Returns the attribute and counts for the notes (``typed``, ``top``: entities with any /
+    a top type).
+    """
+    if known not in TYPES_KNOWN:
+        raise ValueError(f"types_known must be one of {TYPES_KNOWN}, got {known!r}")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise ValueError(f"top_types must be a positive int, got {top!r}")
+    pairs = set()
+    with open(path, encoding="utf-8") as stream:
+        for number, line in enumerate(stream, start=1):
+            fields = line.rstrip("\r\n").split("\t")
+            if fields == [""]:
+                continue
+            if len(fields) != 2 or not all(fields):
+                raise ValueError(f"{path}, line {number}: expected 'mid<TAB>type', got {line!r}")
+            pairs.add((fields[0], fields[1]))
+    counts = Counter(kind for _, kind in pairs)
+    if len(counts) < top:
+        raise ValueError(f"{path} has {len(counts)} types, fewer than top_types={top}")
+    ranked = sorted(counts, key=lambda kind: (-counts[kind], kind))[:top]
+    column = {kind: c for c, kind in enumerate(ranked)}
+    labels = np.zeros((len(entities), top), dtype=np.int64)
+    typed = np.zeros(len(entities), dtype=bool)
+    listed = sorted(pairs)
+    rows = _entity_ids(entities, [mid for mid, _ in listed])
+    for row, (_, kind) in zip(rows.tolist(), listed):
+        if row < 0:
+            continue
+        typed[row] = True
+        if kind in column:
+            labels[row, column[kind]] = 1
+    has_top = labels.any(axis=1)
+    mask = {"top": has_top, "typed": typed, "all": np.ones(len(entities), dtype=bool)}[known]
+    nodes = np.flatnonzero(mask).astype(np.int64)
+    attribute = ("multilabel", labels[nodes], tuple(ranked), nodes)
+    return {"types": attribute}, {"typed": int(typed.sum()), "top": int(has_top.sum())}

@@ -1,0 +1,142 @@
+"""Knowledge-graph queries ``(entity, relation) -> ?`` grouped with all their true answers: the
+1-N training targets and the filter of the filtered ranking metrics.
+
+Head prediction is tail prediction on the inverse relation: a triple ``(h, r, t)`` answers the
+tail query ``(h, r)`` with ``t`` and the head query ``(t, r + R)`` with ``h``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+__all__ = ["KGQueries", "check_triples", "kg_queries", "with_inverses"]
+
+
+def check_triples(triples: Tensor, num_entities: int, num_relations: int) -> None:
+    """Raises ValueError unless `triples` is an int64 ``[T, 3]`` tensor of ``(head, relation,
+    tail)`` ids with entities in ``[0, num_entities)`` and relations in
+    ``[0, num_relations)``."""
+    if not isinstance(triples, Tensor) or triples.dim() != 2 or triples.size(1) != 3:
+        raise ValueError(f"triples must be a [T, 3] tensor, got {getattr(triples, 'shape', None)}")
+    if triples.dtype != torch.int64:
+        raise ValueError(f"triples must be int64, got {triples.dtype}")
+    if triples.numel() == 0:
+        return
+    entities = triples[:, [0, 2]]
+    if int(entities.min()) < 0 or int(entities.max()) >= num_entities:
+        raise ValueError(f"triples hold an entity id outside [0, {num_entities})")
+    if int(triples[:, 1].min()) < 0 or int(triples[:, 1].max()) >= num_relations:
+        raise ValueError(f"triples hold a relation id outside [0, {num_relations})")
+
+
+def with_inverses(triples: Tensor, num_relations: int) -> Tensor:
+    """``[2T, 3]``: the triples, then each ``(h, r, t)`` reversed as ``(t, r + R, h)``."""
+    heads, relations, tails = triples.unbind(1)
+    inverse = torch.stack([tails, relations + num_relations, heads], dim=1)
+    return torch.cat([triples, inverse])
+
+
+@dataclass(frozen=True, eq=False)
+class KGQueries:
+    """Distinct queries ``(entity, relation)`` and their answer sets, in CSR form.
+
+    Attributes:
+        queries: ``[Q, 2]`` int64 ``(entity, relation)``, sorted; relations lie in
+            ``[0, 2R)`` (inverses included).
+        offsets: ``[Q + 1]`` int64: the answers of query ``q`` are
+            ``answers[offsets[q]:offsets[q + 1]]``.
+        answers: ``[A]`` int64 answer entities, ascending within a query, no repeats.
+        num_entities: ``N``.
+        num_relations: ``R`` (without inverses).
+    """
+
+    queries: Tensor
+    offsets: Tensor
+    answers: Tensor
+    num_entities: int
+    num_relations: int
+
+    @property
+    def num_queries(self) -> int:
+        return self.queries.size(0)
+
+    def _keys(self, entity: Tensor, relation: Tensor) -> Tensor:
+        return entity * (2 * self.num_relations) + relation
+
+    def find(self, entity: Tensor, relation: Tensor) -> Tensor:
+        """``[B]`` query index of each ``(entity[i], relation[i])``, -1 where it has no answer."""
+        keys = self._keys(self.queries[:, 0], self.queries[:, 1])
+        wanted = self._keys(entity.to(keys.device), relation.to(keys.device))
+        if keys.numel() == 0:
+            return torch.full_like(wanted, -1)
+        position = torch.searchsorted(keys, wanted).clamp_max(keys.numel() - 1)
+        return torch.where(keys[position] == wanted, position, torch.full_like(position, -1))
+
+    def contains(self, entity: Tensor, relation: Tensor, answer: Tensor) -> Tensor:
+        """``[B]`` bool: whether ``answer[i]`` is a known answer of ``(entity[i], relation[i])``."""
+        counts = self.offsets.diff()
+        query_keys = self._keys(self.queries[:, 0], self.queries[:, 1])
+        pair_keys = torch.repeat_interleave(query_keys, counts) * self.num_entities + self.answers
+        if pair_keys.numel() == 0:
+            return torch.zeros(entity.shape, dtype=torch.bool, device=entity.device)
+        wanted = (self._keys(entity, relation) * self.num_entities + answer).to(pair_keys.device)
+        position = torch.searchsorted(pair_keys, wanted).clamp_max(pair_keys.numel() - 1)
+        return pair_keys[position] == wanted
+
+    def answer_pairs(self, index: Tensor) -> tuple[Tensor, Tensor]:
+        """For queries ``index`` ``[B]`` (-1 = none): ``(row, entity)`` of every answer, ``row``
+        being the position in `index`."""
+        index = index.to(self.offsets.device)
+        valid = index >= 0
+        safe = torch.where(valid, index, torch.zeros_like(index))
+        starts = self.offsets[safe]
+        counts = torch.where(valid, self.offsets[safe + 1] - starts, torch.zeros_like(starts))
+        rows = torch.repeat_interleave(torch.arange(index.numel(), device=index.device), counts)
+        first = torch.cumsum(counts, 0) - counts
+        within = torch.arange(rows.numel(), device=index.device) - first[rows]
+        return rows, self.answers[starts[rows] + within]
+
+    def targets(self, index: Tensor, dtype: torch.dtype = torch.float32) -> Tensor:
+        """``[B, N]`` multi-hot answer sets of the queries ``index``."""
+        rows, entities = self.answer_pairs(index)
+        out = torch.zeros(index.numel(), self.num_entities, dtype=dtype, device=self.answers.device)
+        out[rows, entities] = 1
+        return out
+
+    def to(self, device) -> KGQueries:
+        return KGQueries(
+            self.queries.to(device),
+            self.offsets.to(device),
+            self.answers.to(device),
+            self.num_entities,
+            self.num_relations,
+        )
+
+
+def kg_queries(triples: Tensor, num_entities: int, num_relations: int) -> KGQueries:
+    """Groups `triples` (``[T, 3]``, relations in ``[0, R)``) and their inverses into queries.
+
+    For training: ``kg_queries(ds.train, ...)`` (the 1-N targets); for the filtered metrics:
+    ``kg_queries(ds.all_triples, ...)`` (every known true answer).
+
+    Example:
+        >>> q = kg_queries(torch.tensor([[0, 0, 1], [0, 0, 2]]), num_entities=3, num_relations=1)
+        >>> q.queries.tolist(), q.answers.tolist()   # (0, 0) -> {1, 2}; (1, 1), (2, 1) -> {0}
+        ([[0, 0], [1, 1], [2, 1]], [1, 2, 0, 0])
+    """
+    check_triples(triples, num_entities, num_relations)
+    if num_entities * num_entities * 2 * num_relations >= 2**63:
+        raise ValueError(f"{num_entities} entities x {num_relations} relations overflow int64 keys")
+    both = with_inverses(triples, num_relations)
+    # One int64 key per (query, answer); N * 2R * N stays far below 2^63 for real graphs.
+    span = 2 * num_relations
+    pair_keys = torch.unique((both[:, 0] * span + both[:, 1]) * num_entities + both[:, 2])
+    query_keys, answers = pair_keys // num_entities, pair_keys % num_entities
+    unique_keys, counts = torch.unique_consecutive(query_keys, return_counts=True)
+    offsets = torch.zeros(unique_keys.numel() + 1, dtype=torch.int64, device=triples.device)
+    offsets[1:] = torch.cumsum(counts, 0)
+    queries = torch.stack([unique_keys // span, unique_keys % span], dim=1)
+    return KGQueries(queries, offsets, answers, num_entities, num_relations)

@@ -1,0 +1,103 @@
+"""1-N training batches of a knowledge graph (ConvE / CompGCN): every query ``(entity,
+relation)`` of the training triples and their inverses, with all its true answers as a
+multi-hot target over the entities."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from galfast.gal.seeding import derive_seed, seeded_generator
+from galfast.models.kg_queries import KGQueries
+from galfast.train.batches import check_batch_size
+
+__all__ = ["OneToNBatch", "OneToNBatches"]
+
+
+@dataclass(frozen=True, eq=False)
+class OneToNBatch:
+    """``entity``, ``relation`` ``[B]`` int64 queries (relations ``>= R`` are inverses: head
+    queries), ``query`` ``[B]`` their indices in the :class:`KGQueries`, and ``targets``
+    ``[B, N]`` float 0/1 answers (smooth them in the loss: :func:`galfast.models.one_to_n_loss`).
+    """
+
+    entity: Tensor
+    relation: Tensor
+    query: Tensor
+    targets: Tensor
+
+    def to(self, device) -> OneToNBatch:
+        return OneToNBatch(
+            self.entity.to(device),
+            self.relation.to(device),
+            self.query.to(device),
+            self.targets.to(device),
+        )
+
+
+class OneToNBatches:
+    """Re-iterable 1-N batches: each epoch visits every query of `queries` exactly once.
+
+    Args:
+        queries: ``kg_queries(ds.train, N, R)``, the training queries and answers.
+        batch_size: queries per batch (CompGCN: 128); None = all in one batch.
+        shuffle: a new order every epoch.
+        seed: None: the order is drawn from torch's global generator (which
+            :class:`GALTrainer` seeds every epoch, like the other batch types); an int: epoch
+            ``e``'s order is a pure function of ``(seed, e)`` (:meth:`epoch`), the same on every
+            machine and run.
+
+    Iterating starts the next epoch (0, 1, ...); :meth:`epoch` gives any epoch directly.
+
+    Example:
+        >>> batches = OneToNBatches(kg_queries(ds.train, ds.num_entities, ds.num_relations),
+        ...                         batch_size=128, seed=0)
+        >>> for batch in batches:
+        ...     logits = model(batch.entity, batch.relation)          # [B, N]
+        ...     loss = one_to_n_loss(logits, batch.targets, label_smoothing=0.1)
+    """
+
+    def __init__(
+        self,
+        queries: KGQueries,
+        batch_size: Optional[int] = 128,
+        shuffle: bool = True,
+        seed: Optional[int] = None,
+    ) -> None:
+        if not isinstance(queries, KGQueries):
+            raise ValueError(f"queries must be a KGQueries, got {type(queries).__name__}")
+        check_batch_size(batch_size)
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        self.queries, self.batch_size, self.shuffle, self.seed = queries, batch_size, shuffle, seed
+        self._next_epoch = 0
+
+    def __len__(self) -> int:
+        size = self.batch_size or max(self.queries.num_queries, 1)
+        return -(-self.queries.num_queries // size)
+
+    def _order(self, epoch: int) -> Tensor:
+        count = self.queries.num_queries
+        if not self.shuffle:
+            return torch.arange(count)
+        if self.seed is None:
+            return torch.randperm(count)
+        generator = seeded_generator(derive_seed(self.seed, "kg_query_order", epoch))
+        return torch.randperm(count, generator=generator)
+
+    def epoch(self, epoch: int) -> Iterator[OneToNBatch]:
+        """The batches of epoch `epoch` (with ``seed=None``: drawn from the global generator)."""
+        order = self._order(epoch).to(self.queries.queries.device)
+        size = self.batch_size or max(order.numel(), 1)
+        for start in range(0, order.numel(), size):
+            index = order[start : start + size]
+            query = self.queries.queries[index]
+            yield OneToNBatch(query[:, 0], query[:, 1], index, self.queries.targets(index))
+
+    def __iter__(self) -> Iterator[OneToNBatch]:
+        epoch, self._next_epoch = self._next_epoch, self._next_epoch + 1
+        return self.epoch(epoch)
