@@ -17,7 +17,8 @@ void check_common(const SampleNeighborsParams& p) {
   require(
       p.weight == nullptr || p.weight_dtype == DType::kFloat32 || p.weight_dtype == DType::kFloat64,
       "sample_neighbors: weights must be float32 or float64");
-  require(p.rowptr && (p.num_dst == 0 || (p.col && p.dst)), "sample_neighbors: pointers not set");
+  require(p.rowptr && (p.num_dst == 0 || p.dst) && (p.num_edges == 0 || p.col),
+          "sample_neighbors: pointers not set");
 }
 
 void check_count(const SampleNeighborsParams& p) {
@@ -27,16 +28,21 @@ void check_count(const SampleNeighborsParams& p) {
 
 void check_sample(const SampleNeighborsParams& p) {
   check_common(p);
-  require(p.out_rowptr && (p.num_dst == 0 || (p.edge_id && p.src)),
-          "sample_neighbors: outputs not set");
+  require(p.out_rowptr != nullptr, "sample_neighbors: out_rowptr not set");
   require(p.weight == nullptr || p.fanout < 0 || p.key_scratch,
           "sample_neighbors: weighted sampling needs key_scratch");
 }
 
+// On the CPU out_rowptr is host memory: the outputs must be set when any edge is sampled.
+void check_sample_cpu(const SampleNeighborsParams& p) {
+  require(p.out_rowptr[p.num_dst] == 0 || (p.edge_id && p.src),
+          "sample_neighbors: outputs not set");
+}
+
 void check_relabel(const RelabelParams& p) {
   require(p.num_nodes >= 0 && p.num_dst >= 0 && p.num_src_edges >= 0, "relabel: negative size");
-  require(p.node_map && p.nodes && p.num_local && (p.num_dst == 0 || p.dst) &&
-              (p.num_src_edges == 0 || (p.src && p.local)),
+  require(p.num_local && (p.num_dst + p.num_src_edges == 0 || (p.node_map && p.nodes)) &&
+              (p.num_dst == 0 || p.dst) && (p.num_src_edges == 0 || (p.src && p.local)),
           "relabel: pointers not set");
 }
 
@@ -82,7 +88,7 @@ void bind_sample_neighbors(py::module_& m) {
                                     sample_neighbors_count_cpu,
                                     GALFAST_CUDA_KERNEL(sample_neighbors_count_cuda));
   def_kernel<SampleNeighborsParams>(m, "sample_neighbors", check_sample, sample_neighbors_cpu,
-                                    GALFAST_CUDA_KERNEL(sample_neighbors_cuda));
+                                    GALFAST_CUDA_KERNEL(sample_neighbors_cuda), check_sample_cpu);
   def_kernel<RelabelParams>(m, "relabel", check_relabel, relabel_cpu, nullptr);
 }
 

@@ -75,16 +75,16 @@ GALFAST_HD bool is_candidate(const Weight* weight, int64_t edge) {
   return weight == nullptr || static_cast<double>(weight[edge]) > 0.0;
 }
 
-// Edges destination v gets: min(fanout, candidates), every candidate when fanout < 0.
+// Edges destination v gets: min(fanout, candidates), every candidate when fanout < 0. The
+// weighted count stops at the fanout-th positive weight.
 template <typename Weight>
 GALFAST_HD int64_t sampled_count(const SampleNeighborsParams& p, const Weight* weight,
                                  int64_t begin, int64_t end) {
-  int64_t candidates = end - begin;
-  if (weight != nullptr && (p.fanout < 0 || candidates > p.fanout)) {
-    candidates = 0;
-    for (int64_t e = begin; e < end; ++e) candidates += is_candidate(weight, e);
-  }
-  return p.fanout < 0 || candidates < p.fanout ? candidates : p.fanout;
+  const int64_t limit = p.fanout < 0 ? end - begin : p.fanout;
+  if (weight == nullptr) return end - begin < limit ? end - begin : limit;
+  int64_t candidates = 0;
+  for (int64_t e = begin; e < end && candidates < limit; ++e) candidates += is_candidate(weight, e);
+  return candidates;
 }
 
 // First position in the sorted slots[0, size) holding a value >= t.

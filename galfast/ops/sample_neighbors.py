@@ -63,7 +63,7 @@ def _sample_layer(
     edge_id, src = dst.new_empty(nnz), dst.new_empty(nnz)
     scratch = None
     if weight is not None and fanout >= 0:
-        scratch = torch.empty(nnz, dtype=torch.float64, device=dst.device)
+        scratch = torch.empty(max(nnz, 1), dtype=torch.float64, device=dst.device)
     p.out_rowptr, p.edge_id, p.src, p.key_scratch = (
         ptr(rowptr),
         ptr(edge_id),
