@@ -217,7 +217,7 @@ def bad_calls():
         ({"seeds": seeds.view(1, 3)}, r"seeds must have shape \[num_seeds\]"),
         ({"seeds": torch.tensor([0, 40])}, "not a node id in"),
         ({"seeds": torch.tensor([-1])}, "not a node id in"),
-        ({"seeds": torch.tensor([4, 4])}, "holds a node twice"),
+        ({"seeds": torch.tensor([4, 4])}, "holds node 4 twice"),
         ({"fanouts": 3}, "fanouts must be a sequence"),
         ({"fanouts": []}, "fanouts must hold 1 to 64"),
         ({"fanouts": [2] * 65}, "fanouts must hold 1 to 64"),

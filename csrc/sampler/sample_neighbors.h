@@ -21,8 +21,9 @@
 // destination's sample is a pure function of (seed, batch, layer, v, graph, weights):
 // identical on CPU and CUDA, for any thread count, and the same wherever v appears.
 //
-// Preconditions (the Python layer guarantees them): dst holds node ids in [0, num_nodes),
-// batch < 2^32, layer < kMaxLayers, degrees < 2^26 (the draw counter), weights finite, >= 0.
+// Preconditions (the Python layer guarantees them; the CPU kernels check the node ids and the
+// CSR they read): dst holds node ids in [0, num_nodes), batch < 2^32, layer < kMaxLayers, degrees <
+// 2^26 (the draw counter), weights finite, >= 0.
 #pragma once
 
 #include <cstdint>

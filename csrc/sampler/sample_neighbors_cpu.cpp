@@ -45,9 +45,14 @@ void parallel_rows(const int64_t* cost_ptr, int64_t n, int64_t work, Body body) 
   errors.rethrow();
 }
 
+// Destinations are the seeds (layer 0) or nodes sampled before, so a bad one is a bad seed.
 int64_t checked_node(const SampleNeighborsParams& p, int64_t i) {
   const int64_t v = p.dst[i];
-  if (v < 0 || v >= p.num_nodes) throw_bad_index(kKernel, "dst", i, v, p.num_nodes);
+  if (v < 0 || v >= p.num_nodes) {
+    throw std::invalid_argument("sample_neighbors: seeds holds " + std::to_string(v) +
+                                ", which is not a node id in [0, " + std::to_string(p.num_nodes) +
+                                ")");
+  }
   return v;
 }
 
@@ -124,8 +129,8 @@ void relabel_cpu(const RelabelParams& p) {
   for (int64_t i = 0; i < p.num_dst; ++i) {
     if (assign(p.dst[i], "dst", i) != i) {
       reset(next);
-      throw std::invalid_argument("relabel: destination " + std::to_string(p.dst[i]) +
-                                  " appears twice");
+      throw std::invalid_argument("sample_neighbors: seeds holds node " + std::to_string(p.dst[i]) +
+                                  " twice; the destinations of a block must be distinct");
     }
   }
   for (int64_t e = 0; e < p.num_src_edges; ++e) p.local[e] = assign(p.src[e], "src", e);
