@@ -11,6 +11,7 @@
 
 #include "common/csr_check.h"
 #include "common/parallel.h"
+#include "common/prefetch.h"
 #include "sampler/sample_neighbors.h"
 #include "sampler/sample_neighbors_row.h"
 
@@ -25,6 +26,26 @@ constexpr int64_t kWorkPerThread = 32768;
 
 int threads_for(int64_t work) {
   return static_cast<int>(std::min<int64_t>(max_threads(), 1 + work / kWorkPerThread));
+}
+
+// Destinations ahead of the current one whose row offsets, and then whose first in-edges, are
+// prefetched: a destination costs two dependent cache misses (rowptr[v], then col of its row)
+// and little else, so the loop runs at the speed of memory only with several in flight.
+constexpr int64_t kAheadOffsets = 16;
+constexpr int64_t kAheadRow = 8;
+
+void prefetch_ahead(const SampleNeighborsParams& p, int64_t i) {
+  if (i + kAheadOffsets < p.num_dst) {
+    const int64_t v = p.dst[i + kAheadOffsets];
+    if (v >= 0 && v < p.num_nodes) prefetch_line(p.rowptr + v);
+  }
+  if (i + kAheadRow < p.num_dst) {
+    const int64_t v = p.dst[i + kAheadRow];
+    if (v >= 0 && v < p.num_nodes) {
+      const int64_t begin = p.rowptr[v];
+      if (begin >= 0 && begin < p.num_edges) prefetch_line(p.col + begin);
+    }
+  }
 }
 
 // Runs body(i) for i in [0, n) in chunks of about equal cost (cost_ptr: an offset array whose
@@ -62,6 +83,10 @@ void count_typed(const SampleNeighborsParams& p, const Weight* weight) {
 #pragma omp parallel for num_threads(threads_for(p.num_dst)) schedule(dynamic, 1024)
   for (int64_t i = 0; i < p.num_dst; ++i) {
     errors.run([&] {
+      if (i + kAheadOffsets < p.num_dst) {
+        const int64_t ahead = p.dst[i + kAheadOffsets];
+        if (ahead >= 0 && ahead < p.num_nodes) prefetch_line(p.rowptr + ahead);
+      }
       const int64_t v = checked_node(p, i);
       const EdgeRange r = checked_range(kKernel, "rowptr", p.rowptr, v, p.num_edges);
       p.count[i] = sampled_count(p, weight, r.begin, r.end);
@@ -75,6 +100,7 @@ void sample_typed(const SampleNeighborsParams& p, const Weight* weight) {
   const int64_t nnz = p.out_rowptr[p.num_dst];
   checked_rows(kKernel, "out_rowptr", p.out_rowptr, 0, p.num_dst, nnz);
   auto body = [&](int64_t i) {
+    prefetch_ahead(p, i);
     const int64_t v = checked_node(p, i);
     const EdgeRange r = checked_range(kKernel, "rowptr", p.rowptr, v, p.num_edges);
     const int64_t n_out = p.out_rowptr[i + 1] - p.out_rowptr[i];
@@ -133,7 +159,14 @@ void relabel_cpu(const RelabelParams& p) {
                                   " twice; the destinations of a block must be distinct");
     }
   }
-  for (int64_t e = 0; e < p.num_src_edges; ++e) p.local[e] = assign(p.src[e], "src", e);
+  constexpr int64_t kAhead = 16;  // node_map reads are random: keep several in flight
+  for (int64_t e = 0; e < p.num_src_edges; ++e) {
+    if (e + kAhead < p.num_src_edges) {
+      const int64_t ahead = p.src[e + kAhead];
+      if (ahead >= 0 && ahead < p.num_nodes) prefetch_line(p.node_map + ahead);
+    }
+    p.local[e] = assign(p.src[e], "src", e);
+  }
   reset(next);
   *p.num_local = next;
 }
