@@ -222,6 +222,7 @@ def bad_calls():
         ({"fanouts": []}, "fanouts must hold 1 to 64"),
         ({"fanouts": [2] * 65}, "fanouts must hold 1 to 64"),
         ({"fanouts": [-2]}, r"fanouts\[0\] must lie in"),
+        ({"fanouts": [2**26 + 1]}, r"fanouts\[0\] must lie in"),
         ({"fanouts": [2, 1.5]}, r"fanouts\[1\] must be an int"),
         ({"fanouts": [True]}, r"fanouts\[0\] must be an int"),
         ({"seed": -1}, "seed must lie in"),
@@ -282,3 +283,19 @@ def test_cuda_matches_cpu(weighted):
         )
         assert all(b.device.type == "cuda" for b in cuda)
         assert_blocks_equal([b.to("cpu") for b in cuda], cpu)
+
+
+def test_sort_based_relabelling_numbers_as_the_cpu_kernel():
+    """CUDA relabels by sorting (_relabel_sorted); it must number nodes exactly as the CPU
+    kernel (first appearance). Plain torch, so it runs here on CPU tensors."""
+    from galfast.ops.sample_neighbors import _relabel_cpu, _relabel_sorted
+
+    graph = Graph.from_edge_index(random_edges(1000, 5000, seed=12), 1000)
+    g = torch.Generator().manual_seed(13)
+    for size in (0, 1, 50, 3000):
+        dst = torch.randperm(1000, generator=g)[:40]
+        src = torch.randint(0, 1000, (size,), generator=g)
+        local, nodes = _relabel_cpu(graph, dst, src)
+        local_sorted, nodes_sorted = _relabel_sorted(dst, src)
+        assert torch.equal(local, local_sorted) and torch.equal(nodes, nodes_sorted)
+        assert torch.equal(nodes[:40], dst) and torch.equal(nodes[local], src)

@@ -17,13 +17,15 @@
 // Randomness: with key (seed mod 2^32, seed / 2^32), draw r of destination v (Floyd: r = j -
 // (d - k); A-ES: r = t) is word r % 4 of philox4x32_10((v mod 2^32, v / 2^32, batch,
 // layer * 2^26 + r / 4), key). A word x maps to [0, n) by uniform_below and to u in (0, 1) as
-// (x + 1/2) / 2^32; ln is galfast's own (sampler_log below: fma and IEEE division only), so a
-// destination's sample is a pure function of (seed, batch, layer, v, graph, weights):
-// identical on CPU and CUDA, for any thread count, and the same wherever v appears.
+// (x + 1/2) / 2^32; ln is galfast's own (neg_log_unit in sample_neighbors_row.h: fma and IEEE
+// division only), so a destination's sample is a pure function of (seed, batch, layer, v, graph,
+// weights): identical on CPU and CUDA, for any thread count, and the same wherever v appears.
 //
 // Preconditions (the Python layer guarantees them; the CPU kernels check the node ids and the
-// CSR they read): dst holds node ids in [0, num_nodes), batch < 2^32, layer < kMaxLayers, degrees <
-// 2^26 (the draw counter), weights finite, >= 0.
+// CSR they read): dst holds node ids in [0, num_nodes), batch < 2^32, layer < kMaxLayers,
+// weights finite and >= 0, in-degrees below 2^32 (uniform_below takes a 32-bit bound) and, when
+// weighted, below kMaxSampleDegree = 2^26 (weighted draws are numbered by row slot, and the
+// counter word holds layer * 2^26 + draw / 4).
 #pragma once
 
 #include <cstdint>

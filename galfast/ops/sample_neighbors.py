@@ -22,6 +22,8 @@ MAX_LAYERS = int(_C.SAMPLER_MAX_LAYERS)
 # draw, whose bound uniform_below takes as a 32-bit count.
 MAX_WEIGHTED_DEGREE = int(_C.SAMPLER_MAX_DEGREE)
 MAX_DEGREE = 2**32 - 1
+# Uniform draws are numbered 0 .. fanout - 1 in the same counter word as the layer.
+MAX_FANOUT = int(_C.SAMPLER_MAX_DEGREE)
 _WEIGHT_DTYPES = {torch.float32: _C.DType.FLOAT32, torch.float64: _C.DType.FLOAT64}
 
 
@@ -190,7 +192,7 @@ def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> list[int]:
     if not 1 <= len(fanouts) <= MAX_LAYERS:
         raise ValueError(f"fanouts must hold 1 to {MAX_LAYERS} layers, got {len(fanouts)}")
     for layer, fanout in enumerate(fanouts):
-        _check_int(f"fanouts[{layer}]", fanout, -1, 2**62)
+        _check_int(f"fanouts[{layer}]", fanout, -1, MAX_FANOUT + 1)
     _check_int("seed", seed, 0, 2**64)
     _check_int("batch", batch, 0, 2**32)
     if edge_weight is not None:
@@ -235,8 +237,8 @@ def sample_neighbors(
         graph: the :class:`~galfast.Graph` (CSR by destination; in-edges ``j -> v`` are sampled,
             as PyG's ``NeighborLoader`` does for message passing source to target).
         seeds: ``[B]`` int64/int32 distinct node ids on the graph's device.
-        fanouts: one int per layer (hop), ``-1`` for all in-neighbours; ``fanouts[0]`` is the
-            seeds' hop (PyG's ``num_neighbors`` order). At most 64 layers.
+        fanouts: one int per layer (hop) in ``[0, 2^26]``, or ``-1`` for all in-neighbours;
+            ``fanouts[0]`` is the seeds' hop (PyG's ``num_neighbors`` order). At most 64 layers.
         seed: int in ``[0, 2^64)``, keyword-only.
         batch: the batch number in ``[0, 2^32)``, part of the random counter.
         edge_weight: optional ``[num_edges]`` float32/float64 sampling weights in the graph's
