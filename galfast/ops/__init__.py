@@ -1,7 +1,11 @@
 """galfast's compiled operators, registered as torch.library custom ops."""
 
 from galfast.ops.aggregate import aggregate
+from galfast.ops.block import Block, block_aggregate
 from galfast.ops.gat_aggregate import gat_aggregate
+from galfast.ops.neighbor_loader import NeighborLoader, SampledBatch
+from galfast.ops.sample_neighbors import sample_neighbors
 from galfast.ops.sample_nhop import sample_nhop
 
 __all__ = ["aggregate", "gat_aggregate", "sample_nhop"]
+__all__ += ["Block", "NeighborLoader", "SampledBatch", "block_aggregate", "sample_neighbors"]

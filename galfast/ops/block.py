@@ -1,0 +1,237 @@
+"""A sampled bipartite block (one GNN layer of a mini-batch) and aggregation over it."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import torch
+from torch import Tensor
+
+from galfast._dtypes import accumulation_dtype, check_float_dtype
+from galfast._native import _C
+from galfast.graph import Graph
+from galfast.ops._eager import tracing
+from galfast.ops.aggregate import _MAX, _SUM, _aggregate_op, _AggregateEager
+
+__all__ = ["Block", "block_aggregate"]
+
+_REDUCES = ("sum", "mean", "max")
+
+
+class Block:
+    """One layer of a sampled computation graph: a bipartite CSR from ``num_src`` source nodes
+    to ``num_dst`` destination nodes, in local ids.
+
+    Local id ``k`` is the graph node ``src_nodes[k]``. The destinations come first (local ids
+    ``0 .. num_dst - 1``, the layer's target nodes in their given order), then every other
+    sampled source in order of first appearance in ``col`` (the order PyG and DGL use). Row
+    ``i`` of the CSR, ``col[rowptr[i] : rowptr[i + 1]]``, lists the local ids of the sampled
+    in-neighbours of destination ``i``; ``edge_id`` gives each sampled edge's position in the
+    graph's CSR order (to gather ``graph.edge_weight`` or edge features). Immutable; derived
+    structure (the transpose for backward) is cached on it.
+
+    Attributes:
+        num_dst: number of destination nodes.
+        src_nodes: ``[num_src]`` int64 graph ids; ``src_nodes[:num_dst]`` are the destinations.
+        rowptr: ``[num_dst + 1]`` int64 offsets into ``col``.
+        col: ``[num_edges]`` int64 local source ids, in ``[0, num_src)``.
+        edge_id: ``[num_edges]`` int64 positions in the graph's CSR order.
+    """
+
+    def __init__(
+        self, num_dst: int, src_nodes: Tensor, rowptr: Tensor, col: Tensor, edge_id: Tensor
+    ) -> None:
+        self._num_dst, self._src_nodes = num_dst, src_nodes
+        self._rowptr, self._col, self._edge_id = rowptr, col, edge_id
+        self._cache: dict[Any, Any] = {}
+
+    num_dst = property(lambda self: self._num_dst, doc="Number of destination nodes.")
+    src_nodes = property(lambda self: self._src_nodes, doc="[num_src] graph ids of local ids.")
+    rowptr = property(lambda self: self._rowptr, doc="[num_dst + 1] offsets into col.")
+    col = property(lambda self: self._col, doc="[num_edges] local source ids.")
+    edge_id = property(lambda self: self._edge_id, doc="[num_edges] graph CSR positions.")
+
+    @property
+    def num_src(self) -> int:
+        return self._src_nodes.numel()
+
+    @property
+    def num_edges(self) -> int:
+        return self._col.numel()
+
+    @property
+    def dst_nodes(self) -> Tensor:
+        """``[num_dst]`` graph ids of the destinations (a view of ``src_nodes``)."""
+        return self._src_nodes[: self._num_dst]
+
+    @property
+    def device(self) -> torch.device:
+        return self._col.device
+
+    def __repr__(self) -> str:
+        return (
+            f"Block(num_dst={self.num_dst}, num_src={self.num_src}, "
+            f"num_edges={self.num_edges}, device={self.device})"
+        )
+
+    def to(self, device: Any) -> Block:
+        """A copy on `device` (caches are rebuilt there on demand)."""
+        device = torch.device(device)
+        if device == self.device:
+            return self
+        return Block(
+            self._num_dst,
+            *(t.to(device) for t in (self._src_nodes, self._rowptr, self._col)),
+            self._edge_id.to(device),
+        )
+
+    def cached(self, key: Any, build: Callable[[], Any]) -> Any:
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+    @property
+    def row(self) -> Tensor:
+        """``[num_edges]`` local destination of each edge."""
+        return self.cached(
+            "row",
+            lambda: torch.repeat_interleave(
+                torch.arange(self._num_dst, device=self.device), self._rowptr.diff()
+            ),
+        )
+
+    @property
+    def in_degree(self) -> Tensor:
+        """``[num_dst]`` sampled edges per destination."""
+        return self.cached("in_degree", lambda: self._rowptr.diff())
+
+    def transpose(self) -> tuple[Tensor, Tensor, Tensor]:
+        """``(colptr [num_src + 1], row [num_edges], edge_pos [num_edges])``: the edges grouped by
+        local source, each slot's destination and its position in the block's CSR order."""
+
+        def build():
+            edge_pos = torch.argsort(self._col, stable=True)
+            counts = torch.bincount(self._col, minlength=self.num_src)
+            colptr = torch.zeros(self.num_src + 1, dtype=torch.long, device=self.device)
+            colptr[1:] = torch.cumsum(counts, 0)
+            return colptr, self.row[edge_pos], edge_pos
+
+        return self.cached("transpose", build)
+
+    def hub_rows(self, transposed: bool = False) -> Tensor:
+        """Rows above the CUDA aggregation kernel's hub threshold (reduced by a whole block)."""
+
+        def build():
+            ptr = self.transpose()[0] if transposed else self._rowptr
+            return (ptr.diff() > _C.HUB_DEGREE).nonzero().view(-1)
+
+        return self.cached(("hub_rows", transposed), build)
+
+    def as_graph(self) -> Graph:
+        """The block as a square :class:`~galfast.Graph` on its ``num_src`` local nodes, where
+        rows ``num_dst ..`` are empty: for layers that take a Graph, whose output's first
+        ``num_dst`` rows are then the destinations' (the other rows are wasted work)."""
+
+        def build():
+            rowptr = torch.cat(
+                [self._rowptr, self._rowptr[-1:].expand(self.num_src - self.num_dst)]
+            )
+            return Graph(rowptr, self._col, self.num_src)
+
+        return self.cached("graph", build)
+
+
+def _check_inputs(block: Block, x: Tensor, edge_weight: Optional[Tensor], reduce: str) -> None:
+    if not isinstance(block, Block):
+        raise ValueError(f"block must be a galfast.ops.Block, got {type(block).__name__}")
+    if reduce not in _REDUCES:
+        raise ValueError(f"reduce must be one of {_REDUCES}, got {reduce!r}")
+    if not isinstance(x, Tensor):
+        raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 2 or x.size(0) != block.num_src:
+        raise ValueError(
+            f"x must have shape [num_src = {block.num_src}, num_features], got {list(x.shape)}"
+        )
+    if x.device != block.device:
+        raise ValueError(f"x is on {x.device} but the block is on {block.device}")
+    check_float_dtype("x", x)
+    if edge_weight is None:
+        return
+    if not isinstance(edge_weight, Tensor):
+        raise ValueError(f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}")
+    if edge_weight.shape != (block.num_edges,):
+        raise ValueError(
+            f"edge_weight must have shape [{block.num_edges}] (the block's edge order), "
+            f"got {list(edge_weight.shape)}"
+        )
+    if edge_weight.device != x.device:
+        raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
+    if not edge_weight.dtype.is_floating_point:
+        raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
+    if not tracing() and not bool(torch.isfinite(edge_weight).all()):
+        raise ValueError("edge_weight contains NaN or infinite values")
+
+
+def block_aggregate(
+    block: Block, x: Tensor, edge_weight: Optional[Tensor] = None, *, reduce: str = "sum"
+) -> Tensor:
+    r"""Aggregation over a sampled :class:`Block`: the bipartite form of
+    :func:`~galfast.ops.aggregate`, on the same kernels.
+
+    .. math::
+        \mathrm{out}_i = \mathop{\mathrm{reduce}}_{e = (j \to i) \in \mathrm{block}}
+        \; w_e\, x_j, \qquad i < \mathrm{num\_dst},\; j < \mathrm{num\_src}
+
+    ``reduce="mean"`` divides the sum by the destination's sampled degree; ``"max"`` takes the
+    feature-wise maximum; destinations without sampled edges give 0. A layer that normalises
+    by the full graph's degrees (GCN) passes them through ``edge_weight``, e.g.
+    ``deg_inv_sqrt[block.dst_nodes][block.row] * deg_inv_sqrt[block.src_nodes][block.col]``.
+
+    Args:
+        block: the :class:`Block`.
+        x: ``[num_src, F]`` features of the block's local nodes (``x_all[block.src_nodes]``):
+            float32/float64 on CPU; also float16/bfloat16 on CUDA.
+        edge_weight: optional ``[num_edges]`` weights in the block's edge order (for the
+            graph's own weights: ``graph.edge_weight[block.edge_id]``). Differentiable.
+        reduce: ``"sum"``, ``"mean"`` or ``"max"``.
+
+    Returns:
+        ``[num_dst, F]`` tensor of x's dtype, differentiable in x and edge_weight (backward
+        runs the same kernel on the block's cached transpose).
+
+    Example:
+        >>> blocks = sample_neighbors(graph, seeds, [10, 5], seed=0)
+        >>> h = x[blocks[-1].src_nodes]
+        >>> for block in reversed(blocks):
+        ...     h = block_aggregate(block, h, reduce="mean")
+        >>> h.shape[0] == seeds.numel()
+        True
+    """
+    _check_inputs(block, x, edge_weight, reduce)
+    x = x.contiguous()
+    if edge_weight is not None:
+        edge_weight = edge_weight.to(x.dtype).contiguous()
+    row_scale = None
+    if reduce == "mean":
+        degree = block.in_degree.to(accumulation_dtype(x.dtype))
+        row_scale = degree.reciprocal().masked_fill(degree == 0, 0.0)
+    on_cuda = x.device.type == "cuda"
+    empty = block.rowptr.new_empty(0)
+    colptr, csc_row, edge_pos = block.transpose()
+    op = _aggregate_op if tracing() else _AggregateEager.apply
+    out, _ = op(
+        block.rowptr,
+        block.col,
+        block.row,
+        block.hub_rows() if on_cuda else empty,
+        colptr,
+        csc_row,
+        edge_pos,
+        block.hub_rows(transposed=True) if on_cuda else empty,
+        x,
+        edge_weight,
+        row_scale,
+        None,
+        _MAX if reduce == "max" else _SUM,
+    )
+    return out
