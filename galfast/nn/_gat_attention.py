@@ -1,0 +1,139 @@
+"""GATConv's per-edge pieces outside the fused kernel: the edge-feature term of the logits (one
+number per edge and head, which the kernel adds) and, for ``return_attention_weights``, the
+attention coefficients and the edges they belong to, laid out as PyG returns them."""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from galfast.graph import Graph
+from galfast.nn._graph_input import LayerGraph
+
+__all__ = ["attention_weights", "edge_logits", "reported_edges"]
+
+_REDUCE = {"mean": "mean", "max": "amax", "min": "amin", "mul": "prod"}
+
+
+def _loop_features(
+    edge_feats: Tensor, input_pos: Tensor, graph: Graph, fill_value: Any, flow: str, loops: int
+) -> Tensor:
+    """``[loops, D]`` edge features of the added self loops, as PyG's ``add_self_loops``: a
+    constant, a given vector, or a reduction of each node's incoming non-loop edges' features
+    (by ``edge_index[1]``, whatever the flow; 0 for a node without any)."""
+    dim = edge_feats.size(1)
+    if isinstance(fill_value, Tensor):
+        return fill_value.to(edge_feats).reshape(1, -1).expand(loops, dim)
+    if not isinstance(fill_value, str):
+        return edge_feats.new_full((loops, dim), float(fill_value))
+    non_loop = graph.row != graph.col
+    target = (graph.col if flow == "target_to_source" else graph.row)[non_loop]
+    values = edge_feats[input_pos[non_loop]]
+    nodes = max(graph.num_nodes, graph.num_src_nodes)
+    base = edge_feats.new_zeros(nodes, dim)
+    if fill_value in ("add", "sum"):
+        reduced = base.index_add(0, target, values)
+    else:
+        index = target.unsqueeze(1).expand_as(values)
+        reduced = base.scatter_reduce(0, index, values, _REDUCE[fill_value], include_self=False)
+    return reduced[:loops]
+
+
+def edge_logits(
+    conv: Any,
+    edge_feats: Tensor,
+    layer: LayerGraph,
+    graph: Graph,
+    source: Optional[Tensor],
+    *,
+    fill_value: Any,
+) -> Tensor:
+    """``[num_edges of graph, H]``: :math:`a_{edge,k}^\\top \\Theta_{e,k} e_{ji}` per edge of
+    ``graph`` (``layer.graph`` with the self loops of ``source``, see ``self_loops_replaced``,
+    when ``source`` is given). The two maps fold into one ``[D, H]`` matrix, so no ``[E, H, C]``
+    tensor is built."""
+    heads, channels = conv.heads, conv.out_channels
+    weight = conv.lin_edge.weight.view(heads, channels, -1)
+    project = (weight * conv.att_edge.view(heads, channels, 1)).sum(1).t()  # [D, H]
+    per_input_edge = edge_feats @ project
+    original = layer.graph
+    input_pos = (
+        layer.order
+        if layer.order is not None
+        else torch.arange(original.num_edges, device=edge_feats.device)
+    )
+    if source is None:
+        return per_input_edge[input_pos]
+    loops = min(original.num_nodes, original.num_src_nodes)
+    loop_feats = _loop_features(edge_feats, input_pos, original, fill_value, conv.flow, loops)
+    logits = torch.cat([per_input_edge, loop_feats @ project])
+    is_loop = graph.row == graph.col
+    index = torch.where(is_loop, edge_feats.size(0) + graph.row, input_pos[source.clamp(min=0)])
+    return logits[index]
+
+
+def attention_weights(
+    graph: Graph,
+    alpha_src: Tensor,
+    alpha_dst: Tensor,
+    alpha_edge: Optional[Tensor],
+    negative_slope: float,
+) -> Tensor:
+    """``[num_edges, H]`` attention coefficients per edge of ``graph`` in CSR order: the softmax
+    over each destination's incoming edges that the fused kernel computes, here in plain torch
+    (differentiable) for ``return_attention_weights``."""
+    row, col = graph.row, graph.col
+    logits = alpha_src[col] + alpha_dst[row]
+    if alpha_edge is not None:
+        logits = logits + alpha_edge
+    logits = F.leaky_relu(logits, negative_slope)
+    shape = (graph.num_nodes, logits.size(1))
+    index = row.unsqueeze(1).expand_as(logits)
+    peak = logits.new_full(shape, float("-inf")).scatter_reduce(
+        0, index, logits.detach(), "amax", include_self=True
+    )
+    weights = (logits - peak[row]).exp()
+    total = logits.new_zeros(shape).index_add(0, row, weights)
+    return weights / total[row]
+
+
+def reported_edges(
+    edge_index: Any, layer: LayerGraph, graph: Graph, source: Optional[Tensor], alpha: Tensor
+) -> Any:
+    """What PyG's GATConv returns with the output for ``return_attention_weights``: for an
+    edge_index ``(edge_index', alpha')`` in PyG's order (the input's non-loop edges in input
+    order, then one loop per node, when loops are added; else the input edges); for a
+    torch.sparse ``adj_t`` ``(adj', alpha)`` with ``adj'`` holding ``alpha`` as values; for a
+    torch_sparse SparseTensor the SparseTensor with values ``alpha``; for a Graph
+    ``(graph.edge_index(), alpha)`` in CSR order."""
+    if isinstance(edge_index, Graph):
+        return graph.edge_index(), alpha
+    if isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr:
+        size = (graph.num_nodes, graph.num_src_nodes, alpha.size(1))
+        return torch.sparse_csr_tensor(graph.rowptr, graph.col, alpha, size), alpha
+    if (
+        isinstance(edge_index, Tensor)
+        and edge_index.is_sparse
+        or (isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csc)
+    ):
+        size = (graph.num_nodes, graph.num_src_nodes, alpha.size(1))
+        indices = torch.stack([graph.row, graph.col])
+        return torch.sparse_coo_tensor(indices, alpha, size, is_coalesced=True), alpha
+    if not isinstance(edge_index, Tensor):  # a torch_sparse SparseTensor
+        adj = edge_index.set_diag() if source is not None else edge_index
+        return adj.set_value(alpha, layout="coo")
+    order = layer.order
+    if source is None:
+        return edge_index, alpha.new_empty(alpha.shape).index_copy(0, order, alpha)
+    non_loop = edge_index[0] != edge_index[1]
+    rank = torch.cumsum(non_loop, 0) - 1
+    kept = int(non_loop.sum())
+    loops = graph.num_edges - kept
+    nodes = torch.arange(loops, dtype=edge_index.dtype, device=edge_index.device)
+    reported = torch.cat([edge_index[:, non_loop], torch.stack([nodes, nodes])], 1)
+    is_loop = graph.row == graph.col
+    position = torch.where(is_loop, kept + graph.row, rank[order[source.clamp(min=0)]])
+    return reported, alpha.new_empty(alpha.shape).index_copy(0, position, alpha)
