@@ -70,9 +70,16 @@ def edge_logits(
     loops = min(original.num_nodes, original.num_src_nodes)
     loop_feats = _loop_features(edge_feats, input_pos, original, fill_value, conv.flow, loops)
     logits = torch.cat([per_input_edge, loop_feats @ project])
-    is_loop = graph.row == graph.col
-    index = torch.where(is_loop, edge_feats.size(0) + graph.row, input_pos[source.clamp(min=0)])
-    return logits[index]
+    return logits[_positions(graph, source, input_pos, edge_feats.size(0))]
+
+
+def _positions(graph: Graph, source: Tensor, input_pos: Tensor, loops_at: int) -> Tensor:
+    """For each edge of ``graph`` (a graph with loops added, ``source`` as from
+    ``self_loops_replaced``): ``input_pos`` of the edge it comes from, or ``loops_at + i`` for
+    node i's loop."""
+    plain = graph.row != graph.col
+    index = graph.row + loops_at
+    return index.masked_scatter(plain, input_pos[source[plain]])
 
 
 def attention_weights(
@@ -113,7 +120,10 @@ def reported_edges(
         return graph.edge_index(), alpha
     if isinstance(edge_index, Tensor) and edge_index.layout == torch.sparse_csr:
         size = (graph.num_nodes, graph.num_src_nodes, alpha.size(1))
-        return torch.sparse_csr_tensor(graph.rowptr, graph.col, alpha, size), alpha
+        adj = torch.sparse_csr_tensor(  # valid by construction: no invariant scan
+            graph.rowptr, graph.col, alpha, size, check_invariants=False
+        )
+        return adj, alpha
     if (
         isinstance(edge_index, Tensor)
         and edge_index.is_sparse
@@ -121,7 +131,10 @@ def reported_edges(
     ):
         size = (graph.num_nodes, graph.num_src_nodes, alpha.size(1))
         indices = torch.stack([graph.row, graph.col])
-        return torch.sparse_coo_tensor(indices, alpha, size, is_coalesced=True), alpha
+        adj = torch.sparse_coo_tensor(
+            indices, alpha, size, is_coalesced=True, check_invariants=False
+        )
+        return adj, alpha
     if not isinstance(edge_index, Tensor):  # a torch_sparse SparseTensor
         adj = edge_index.set_diag() if source is not None else edge_index
         return adj.set_value(alpha, layout="coo")
@@ -134,6 +147,5 @@ def reported_edges(
     loops = graph.num_edges - kept
     nodes = torch.arange(loops, dtype=edge_index.dtype, device=edge_index.device)
     reported = torch.cat([edge_index[:, non_loop], torch.stack([nodes, nodes])], 1)
-    is_loop = graph.row == graph.col
-    position = torch.where(is_loop, kept + graph.row, rank[order[source.clamp(min=0)]])
+    position = _positions(graph, source, rank[order], kept)
     return reported, alpha.new_empty(alpha.shape).index_copy(0, position, alpha)

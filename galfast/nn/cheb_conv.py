@@ -36,7 +36,8 @@ class ChebConv(FusedLayer):
         K: Chebyshev filter size (hops = K - 1); the paper's MovieLens encoder uses K = 2.
         normalization: Laplacian ``None`` (:math:`D - A`), ``"sym"`` (default) or ``"rw"``.
         bias: learn an additive bias. Default True.
-        **kwargs: PyG's ``MessagePassing`` options (``flow`` is honoured).
+        **kwargs: PyG's ``MessagePassing`` options; ``flow="target_to_source"`` is refused
+            (PyG's Laplacian then mixes both directions).
 
     Shapes:
         x ``[N, in_channels]``; ``edge_index`` a ``[2, E]`` edge_index, a sparse ``adj_t`` or a
@@ -90,6 +91,13 @@ class ChebConv(FusedLayer):
         lambda_max: Optional[Union[float, Tensor]] = None,
     ) -> Tensor:
         x, _ = split_features(x, bipartite=False)
+        if self.flow != "source_to_target":
+            # PyG's get_laplacian takes degrees by edge_index[0] whatever the flow and then
+            # aggregates the other way round, an operator no flipped graph reproduces.
+            raise ValueError(
+                "galfast's ChebConv supports flow='source_to_target' only (PyG's ChebConv "
+                "with target_to_source mixes the two directions); flip edge_index instead"
+            )
         self._materialize(*((lin, x) for lin in self.lins))
         check_features(x, self.in_channels, self.lins[0].weight)
         graph, weight, _, _ = layer_graph(edge_index, x.size(0), None, edge_weight, flow=self.flow)
