@@ -15,31 +15,45 @@ from galfast.nn._graph_input import LayerGraph
 
 __all__ = ["attention_weights", "edge_logits", "reported_edges"]
 
-_REDUCE = {"mean": "mean", "max": "amax", "min": "amin", "mul": "prod"}
+_REDUCE = {"max": "amax", "min": "amin", "mul": "prod"}
 
 
-def _loop_features(
-    edge_feats: Tensor, input_pos: Tensor, graph: Graph, fill_value: Any, flow: str, loops: int
+def _loop_logits(
+    edge_feats: Tensor,
+    project: Tensor,
+    per_edge: Tensor,
+    graph: Graph,
+    input_pos: Tensor,
+    fill_value: Any,
+    flow: str,
+    loops: int,
 ) -> Tensor:
-    """``[loops, D]`` edge features of the added self loops, as PyG's ``add_self_loops``: a
-    constant, a given vector, or a reduction of each node's incoming non-loop edges' features
-    (by ``edge_index[1]``, whatever the flow; 0 for a node without any)."""
-    dim = edge_feats.size(1)
+    """``[loops, H]`` edge terms of the added self loops, whose edge features are, as in PyG's
+    ``add_self_loops``: a constant, a given vector, or a reduction of each node's incoming
+    non-loop edges' features (by ``edge_index[1]``, whatever the flow; 0 for a node without
+    any). The projection is linear, so constants, sums and means are taken of the per-edge
+    terms (``per_edge`` in CSR order, H columns) rather than of the D-wide features."""
+    heads = project.size(1)
     if isinstance(fill_value, Tensor):
-        return fill_value.to(edge_feats).reshape(1, -1).expand(loops, dim)
+        return (fill_value.to(edge_feats).reshape(1, -1) @ project).expand(loops, heads)
     if not isinstance(fill_value, str):
-        return edge_feats.new_full((loops, dim), float(fill_value))
-    non_loop = graph.row != graph.col
-    target = (graph.col if flow == "target_to_source" else graph.row)[non_loop]
-    values = edge_feats[input_pos[non_loop]]
+        return (float(fill_value) * project.sum(0, keepdim=True)).expand(loops, heads)
+    non_loop = (graph.row != graph.col).nonzero().view(-1)
+    target = (graph.col if flow == "target_to_source" else graph.row).index_select(0, non_loop)
     nodes = max(graph.num_nodes, graph.num_src_nodes)
-    base = edge_feats.new_zeros(nodes, dim)
-    if fill_value in ("add", "sum"):
-        reduced = base.index_add(0, target, values)
-    else:
-        index = target.unsqueeze(1).expand_as(values)
-        reduced = base.scatter_reduce(0, index, values, _REDUCE[fill_value], include_self=False)
-    return reduced[:loops]
+    if fill_value in ("add", "sum", "mean"):
+        summed = per_edge.new_zeros(nodes, heads).index_add(
+            0, target, per_edge.index_select(0, non_loop)
+        )
+        if fill_value == "mean":
+            count = torch.bincount(target, minlength=nodes).clamp(min=1)
+            summed = summed / count.unsqueeze(1).to(summed.dtype)
+        return summed[:loops]
+    values = edge_feats.index_select(0, input_pos.index_select(0, non_loop))
+    index = target.unsqueeze(1).expand_as(values)
+    base = edge_feats.new_zeros(nodes, values.size(1))
+    reduced = base.scatter_reduce(0, index, values, _REDUCE[fill_value], include_self=False)
+    return reduced[:loops] @ project
 
 
 def edge_logits(
@@ -58,19 +72,24 @@ def edge_logits(
     heads, channels = conv.heads, conv.out_channels
     weight = conv.lin_edge.weight.view(heads, channels, -1)
     project = (weight * conv.att_edge.view(heads, channels, 1)).sum(1).t()  # [D, H]
-    per_input_edge = edge_feats @ project
     original = layer.graph
+    per_edge = edge_feats @ project  # input order
+    if layer.order is not None:
+        per_edge = per_edge.index_select(0, layer.order)  # CSR order of `original`
+    if source is None:
+        return per_edge
     input_pos = (
         layer.order
         if layer.order is not None
         else torch.arange(original.num_edges, device=edge_feats.device)
     )
-    if source is None:
-        return per_input_edge[input_pos]
     loops = min(original.num_nodes, original.num_src_nodes)
-    loop_feats = _loop_features(edge_feats, input_pos, original, fill_value, conv.flow, loops)
-    logits = torch.cat([per_input_edge, loop_feats @ project])
-    return logits[_positions(graph, source, input_pos, edge_feats.size(0))]
+    loop_logits = _loop_logits(
+        edge_feats, project, per_edge, original, input_pos, fill_value, conv.flow, loops
+    )
+    logits = torch.cat([per_edge, loop_logits])
+    csr_pos = torch.arange(original.num_edges, device=edge_feats.device)
+    return logits.index_select(0, _positions(graph, source, csr_pos, original.num_edges))
 
 
 def _positions(graph: Graph, source: Tensor, input_pos: Tensor, loops_at: int) -> Tensor:
