@@ -200,3 +200,20 @@ def test_kernel_edge_term_bad_shapes():
         gat_aggregate(graph, h, a_src, a_dst, a_edge[:-1])
     with pytest.raises(ValueError, match="alpha_edge is torch.float32"):
         gat_aggregate(graph, h, a_src, a_dst, a_edge.float())
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("name", ["loops_duplicates", "hub"])
+def test_kernel_edge_term_cuda_matches_cpu(name):
+    edge_index, n = GRAPHS[name]
+    graph = galfast.nn._graph_input.layer_graph(edge_index, n).graph
+    inputs = [t.detach().float().requires_grad_(True) for t in _kernel_inputs(graph)]
+    on_gpu = [t.detach().cuda().requires_grad_(True) for t in inputs]
+    out = gat_aggregate(graph, *inputs)
+    out_gpu = gat_aggregate(graph.to("cuda"), *on_gpu)
+    torch.testing.assert_close(out_gpu.cpu(), out, atol=1e-5, rtol=1e-4)
+    upstream = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+    (out * upstream).sum().backward()
+    (out_gpu * upstream.cuda()).sum().backward()
+    for cpu, gpu in zip(inputs, on_gpu):
+        torch.testing.assert_close(gpu.grad.cpu(), cpu.grad, atol=1e-4, rtol=1e-4)
