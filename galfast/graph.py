@@ -145,9 +145,12 @@ def _check_edge_type(edge_type: Optional[Tensor], num_edges: int, device) -> Opt
     return edge_type
 
 
-def check_csr(rowptr: Tensor, col: Tensor, num_nodes: int) -> None:
+def check_csr(
+    rowptr: Tensor, col: Tensor, num_nodes: int, num_src_nodes: Optional[int] = None
+) -> None:
     """rowptr: [num_nodes + 1] offsets from 0, non-decreasing, ending at num_edges; col: ids in
-    [0, num_nodes)."""
+    [0, num_src_nodes) (num_src_nodes defaults to num_nodes)."""
+    num_cols = num_nodes if num_src_nodes is None else num_src_nodes
     if rowptr.dim() != 1 or col.dim() != 1:
         raise ValueError(
             f"rowptr and col must be 1-D, got shapes {list(rowptr.shape)} and {list(col.shape)}"
@@ -169,9 +172,9 @@ def check_csr(rowptr: Tensor, col: Tensor, num_nodes: int) -> None:
         raise ValueError("rowptr must be non-decreasing")
     if col.numel():
         low, high = int(col.min()), int(col.max())
-        if low < 0 or high >= num_nodes:
+        if low < 0 or high >= num_cols:
             raise ValueError(
-                f"col holds node ids in [{low}, {high}] but they must lie in [0, {num_nodes})"
+                f"col holds node ids in [{low}, {high}] but they must lie in [0, {num_cols})"
             )
 
 
@@ -219,6 +222,10 @@ class Graph:
     """A directed graph stored as CSR by destination: row ``i`` lists the sources ``j`` of the
     edges ``j -> i`` (PyG convention: ``edge_index[0]`` = source, ``edge_index[1]`` = target).
 
+    A bipartite graph (sources and destinations from two node sets, as PyG's ``(x_src, x_dst)``
+    inputs) sets ``num_src_nodes``: then ``col`` holds ids in ``[0, num_src_nodes)`` and
+    ``num_nodes`` counts the destinations (the rows).
+
     Immutable: derived structure (the CSC transpose, degrees, normalisation scales, hub lists)
     is computed on first use and cached on the object, so layers never hide graph state.
 
@@ -241,10 +248,16 @@ class Graph:
         num_nodes: int,
         edge_weight: Optional[Tensor] = None,
         edge_type: Optional[Tensor] = None,
+        *,
+        num_src_nodes: Optional[int] = None,
     ) -> None:
         num_nodes = _count("num_nodes", num_nodes)
+        num_src_nodes = (
+            num_nodes if num_src_nodes is None else _count("num_src_nodes", num_src_nodes)
+        )
         rowptr, col = _index_tensor("rowptr", rowptr), _index_tensor("col", col)
-        check_csr(rowptr, col, num_nodes)
+        check_csr(rowptr, col, num_nodes, num_src_nodes)
+        self._num_src_nodes = num_src_nodes
         _check_edge_weight(edge_weight, col.numel(), col.device)
         edge_type = _check_edge_type(edge_type, col.numel(), col.device)
         self._rowptr, self._col, self._num_nodes = rowptr, col, num_nodes
@@ -255,7 +268,16 @@ class Graph:
     # Read-only: derived structure is cached on the graph, so its tensors must not change.
     rowptr = property(lambda self: self._rowptr, doc="[num_nodes + 1] int64 offsets into col.")
     col = property(lambda self: self._col, doc="[num_edges] int64 source node of each edge.")
-    num_nodes = property(lambda self: self._num_nodes, doc="Number of nodes.")
+    num_nodes = property(lambda self: self._num_nodes, doc="Number of (destination) nodes.")
+    num_src_nodes = property(
+        lambda self: self._num_src_nodes, doc="Number of source nodes (num_nodes unless bipartite)."
+    )
+
+    @property
+    def is_bipartite(self) -> bool:
+        """Whether sources and destinations are two node sets (see ``num_src_nodes``)."""
+        return self._num_src_nodes != self._num_nodes
+
     edge_weight = property(lambda self: self._edge_weight, doc="Optional [num_edges] weights.")
     edge_type = property(lambda self: self._edge_type, doc="Optional [num_edges] relation ids.")
 
@@ -341,13 +363,28 @@ class Graph:
 
     @classmethod
     def from_data(cls, data: Any, **kwargs: Any) -> Graph:
-        """Builds from a ``torch_geometric.data.Data`` (uses ``edge_index``, ``num_nodes`` and
-        ``edge_weight`` or a 1-D ``edge_attr`` when present)."""
+        """Builds from a ``torch_geometric.data.Data`` or a ``Batch`` of them (a batch is one
+        graph whose components are its examples; its ``batch`` vector is not part of the Graph
+        and is passed to the layers that take one). Uses ``edge_index``, ``num_nodes`` and
+        ``edge_weight``, or a 1-D ``edge_attr`` as the weight; ``kwargs`` go to
+        :meth:`from_edge_index`. Heterogeneous data (``HeteroData``) is refused: build one Graph
+        per edge type."""
+        if hasattr(data, "edge_types") and hasattr(data, "node_types"):
+            raise ValueError(
+                "Graph.from_data takes a homogeneous Data or Batch; for HeteroData build one "
+                "Graph per edge type with Graph.from_edge_index(data[edge_type].edge_index, ...)"
+            )
+        edge_index = getattr(data, "edge_index", None)
+        if edge_index is None:
+            raise ValueError(
+                f"Graph.from_data needs data.edge_index; {type(data).__name__} has none (for an "
+                "adj_t, pass it to the layers directly)"
+            )
         weight = getattr(data, "edge_weight", None)
         attr = getattr(data, "edge_attr", None)
-        if weight is None and attr is not None and attr.dim() == 1:
+        if weight is None and isinstance(attr, Tensor) and attr.dim() == 1:
             weight = attr
-        return cls.from_edge_index(data.edge_index, data.num_nodes, weight, **kwargs)
+        return cls.from_edge_index(edge_index, data.num_nodes, weight, **kwargs)
 
     # ---------------------------------------------------------------- basic facts
     @property
@@ -362,8 +399,9 @@ class Graph:
         extras = "".join(
             f", {name}" for name in ("edge_weight", "edge_type") if getattr(self, name) is not None
         )
+        src = f", num_src_nodes={self.num_src_nodes}" if self.is_bipartite else ""
         return (
-            f"Graph(num_nodes={self.num_nodes}, num_edges={self.num_edges}{extras}, "
+            f"Graph(num_nodes={self.num_nodes}{src}, num_edges={self.num_edges}{extras}, "
             f"device={self.device})"
         )
 
@@ -379,6 +417,7 @@ class Graph:
             self.num_nodes,
             move(self.edge_weight),
             move(self.edge_type),
+            num_src_nodes=self.num_src_nodes,
         )
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
@@ -393,7 +432,7 @@ class Graph:
         """Self, after checking the CSR again: derived structure is built from the tensors as
         they are now, which an edit through ``.data`` may have broken."""
         self.check_unmodified()
-        check_csr(self.rowptr, self.col, self.num_nodes)
+        check_csr(self.rowptr, self.col, self.num_nodes, self.num_src_nodes)
         return self
 
     @property
@@ -422,8 +461,8 @@ class Graph:
         def build():
             self._checked()
             edge_id = torch.argsort(self.col, stable=True)
-            counts = torch.bincount(self.col, minlength=self.num_nodes)
-            colptr = torch.zeros(self.num_nodes + 1, dtype=torch.long, device=self.device)
+            counts = torch.bincount(self.col, minlength=self.num_src_nodes)
+            colptr = torch.zeros(self.num_src_nodes + 1, dtype=torch.long, device=self.device)
             colptr[1:] = torch.cumsum(counts, 0)
             return CSC(colptr, self.row[edge_id], edge_id)
 

@@ -19,11 +19,17 @@ def gat_aggregate_reference(
     alpha_dst: Tensor,
     negative_slope: float = 0.2,
     keep: Optional[Tensor] = None,
+    *,
+    alpha_edge: Optional[Tensor] = None,
 ) -> Tensor:
-    """``[N, H, F]``; `keep` is an optional ``[E, H]`` dropout factor per CSR edge."""
+    """``[num_nodes, H, F]`` (one row per destination); `keep` is an optional ``[E, H]``
+    dropout factor and `alpha_edge` an optional ``[E, H]`` logit term per CSR edge."""
     src, dst = graph.col, graph.row
-    n, heads = h.size(0), h.size(1)
-    logits = F.leaky_relu(alpha_src[src] + alpha_dst[dst], negative_slope)  # [E, H]
+    n, heads = graph.num_nodes, h.size(1)
+    pre = alpha_src[src] + alpha_dst[dst]
+    if alpha_edge is not None:
+        pre = pre + alpha_edge
+    logits = F.leaky_relu(pre, negative_slope)  # [E, H]
     index = dst[:, None].expand_as(logits)
     row_max = torch.full((n, heads), -torch.inf, dtype=h.dtype, device=h.device).scatter_reduce(
         0, index, logits, "amax"
@@ -33,4 +39,5 @@ def gat_aggregate_reference(
     attention = unnormalised / row_sum[dst]
     if keep is not None:
         attention = attention * keep
-    return torch.zeros_like(h).index_add(0, dst, attention[:, :, None] * h[src])
+    out = h.new_zeros(n, heads, h.size(2))
+    return out.index_add(0, dst, attention[:, :, None] * h[src])

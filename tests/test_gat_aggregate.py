@@ -210,11 +210,11 @@ def test_opcheck():
     graph = _graph("loops_duplicates")
     h, a_src, a_dst = _inputs(graph, 2, 3, requires_grad=True)
     csc = graph.csc
-    args = (graph.rowptr, graph.col, *csc, h, a_src, a_dst, 0.2, 0.3, 7)
+    args = (graph.rowptr, graph.col, *csc, h, a_src, a_dst, None, 0.2, 0.3, 7)
     torch.library.opcheck(_gat_forward_op, args)
     out, lse = _gat_forward_op(*args)
     grad = torch.randn_like(out)
-    backward_args = (*args[:8], out.detach(), lse, grad, 0.2, 0.3, 7)
+    backward_args = (*args[:9], out.detach(), lse, grad, 0.2, 0.3, 7)
     torch.library.opcheck(
         _gat_backward_op,
         tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in backward_args),

@@ -33,7 +33,8 @@ def test_matches_pyg(name, normalization, K):
     lam = _lambda_max(name, normalization)
     pyg = pyg_nn.ChebConv(8, 6, K=K, normalization=normalization)
     ours = ChebConv(8, 6, K=K, normalization=normalization)
-    assert_same_layer(pyg, ours, x, (x, edge_index, None, None, lam), (x, edge_index, None, lam))
+    args = (x, edge_index, None, None, lam)  # PyG's order: edge_weight, batch, lambda_max
+    assert_same_layer(pyg, ours, x, args, args)
 
 
 @pytest.mark.parametrize("name", graph_ids())
@@ -44,7 +45,7 @@ def test_matches_pyg_weighted(name, normalization):
     lam = _lambda_max(name, normalization)
     pyg = pyg_nn.ChebConv(8, 6, K=3, normalization=normalization)
     ours = ChebConv(8, 6, K=3, normalization=normalization)
-    assert_same_layer(pyg, ours, x, (x, edge_index, w, None, lam), (x, edge_index, w, lam), w)
+    assert_same_layer(pyg, ours, x, (x, edge_index, w, None, lam), (x, edge_index, w, None, lam), w)
 
 
 @pytest.mark.parametrize("lambda_max", [1.5, torch.tensor(3.0)], ids=["float", "tensor"])
@@ -53,7 +54,7 @@ def test_matches_pyg_with_lambda_max(lambda_max):
     x = _x(n)
     pyg = pyg_nn.ChebConv(8, 6, K=3)
     args = (x, edge_index, None, None, lambda_max)
-    assert_same_layer(pyg, ChebConv(8, 6, K=3), x, args, (x, edge_index, None, lambda_max))
+    assert_same_layer(pyg, ChebConv(8, 6, K=3), x, args, args)
 
 
 def test_graph_input_equals_edge_index_input():

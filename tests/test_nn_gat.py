@@ -70,9 +70,11 @@ def test_dropout_in_training_is_seeded_by_torch():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="edge_dim"):
-        GATConv(8, 4, edge_dim=3)
-    with pytest.raises(ValueError, match="single node type"):
-        GATConv((8, 6), 4)
+        GATConv(8, 4, edge_dim=0)
+    with pytest.raises(ValueError, match="fill_value"):
+        GATConv(8, 4, edge_dim=2, fill_value="median")
+    with pytest.raises(ValueError, match="in_channels"):
+        GATConv((8, 6, 2), 4)
     with pytest.raises(ValueError, match="heads"):
         GATConv(8, 4, heads=0)
     with pytest.raises(ValueError, match="dropout"):
@@ -80,6 +82,6 @@ def test_bad_arguments():
     edge_index, n = GRAPHS["random"]
     conv = GATConv(8, 4)
     with pytest.raises(ValueError, match="edge_attr"):
-        conv(_x(n), edge_index, torch.ones(edge_index.size(1), 3))
+        GATConv(8, 4, edge_dim=3)(_x(n), edge_index, torch.ones(edge_index.size(1) + 1, 3))
     with pytest.raises(ValueError, match="x must be"):
         conv(_x(n)[None], edge_index)

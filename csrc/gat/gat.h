@@ -1,14 +1,16 @@
 // Fused graph attention (GAT) over a CSR graph by destination: the contract both backends share.
 //
 // For every destination row i, head k and incoming edge e = (j -> i) at CSR position e:
-//   z_e          = LeakyReLU(alpha_src[j, k] + alpha_dst[i, k])
+//   z_e          = LeakyReLU(alpha_src[j, k] + alpha_dst[i, k] + alpha_edge[e, k])
 //   lse[i, k]    = log sum_{e in row i} exp(z_e)                 (-inf for an empty row)
 //   p_e          = exp(z_e - lse[i, k])                           (softmax over the row)
 //   out[i, k, :] = sum_{e in row i} keep_e * p_e * h[j, k, :]    (0 for an empty row)
 // keep_e is 1 without dropout; with dropout probability q it is 0 with probability q and
 // 1 / (1 - q) otherwise, drawn from a counter-based hash of (seed, e, k), so the backward pass
 // regenerates the mask instead of storing it. Nothing of size [E, H] or [E, H, F] is kept
-// between the forward and the backward pass.
+// between the forward and the backward pass. alpha_edge (GATConv's edge-feature term, one
+// value per edge and head in CSR order) is optional: null reads as 0. Sources and
+// destinations may be two node sets (num_cols != num_rows: a bipartite graph).
 //
 // Backward (delta as in flash-attention: the softmax Jacobian contracted with out):
 //   delta[i, k]           = <grad_out[i, k, :], out[i, k, :]>
@@ -17,6 +19,7 @@
 //   grad_h[j, k, :]       = sum_{e = (j -> i)} keep_e * p_e * grad_out[i, k, :]
 //   grad_alpha_src[j, k]  = sum_{e = (j -> i)} dz_e
 //   grad_alpha_dst[i, k]  = sum_{e = (j -> i)} dz_e
+//   grad_alpha_edge[e, k] = dz_e                       (the edge_grad workspace itself)
 // p_e is recomputed from the saved lse. Three passes: delta per row; then one pass over the
 // CSC transpose (csc_edge_id maps each slot to its CSR position, the dropout counter) that
 // reads grad_out[i] and h[j] once per edge for grad_h, grad_alpha_src and dz_e, parking dz_e
@@ -31,14 +34,15 @@
 namespace galfast {
 
 struct GatParams {
-  const int64_t* rowptr = nullptr;  // [num_rows + 1]
-  const int64_t* col = nullptr;     // [nnz] source of each edge
-  const void* h = nullptr;          // [num_cols, heads, features]
-  const void* alpha_src = nullptr;  // [num_cols, heads], dtype of h
-  const void* alpha_dst = nullptr;  // [num_rows, heads], dtype of h
-  void* out = nullptr;              // [num_rows, heads, features]
-  void* lse = nullptr;              // [num_rows, heads], accumulation type
-  int64_t num_edges = 0;            // nnz
+  const int64_t* rowptr = nullptr;   // [num_rows + 1]
+  const int64_t* col = nullptr;      // [nnz] source of each edge
+  const void* h = nullptr;           // [num_cols, heads, features]
+  const void* alpha_src = nullptr;   // [num_cols, heads], dtype of h
+  const void* alpha_dst = nullptr;   // [num_rows, heads], dtype of h
+  const void* alpha_edge = nullptr;  // [nnz, heads] in CSR order, dtype of h; null: no term
+  void* out = nullptr;               // [num_rows, heads, features]
+  void* lse = nullptr;               // [num_rows, heads], accumulation type
+  int64_t num_edges = 0;             // nnz
   int64_t num_rows = 0;
   int64_t num_cols = 0;
   int64_t heads = 0;
@@ -58,11 +62,12 @@ struct GatBackwardParams {
   const void* h = nullptr;               // [num_cols, heads, features]
   const void* alpha_src = nullptr;       // [num_cols, heads]
   const void* alpha_dst = nullptr;       // [num_rows, heads]
+  const void* alpha_edge = nullptr;      // [nnz, heads] CSR order, or null (see GatParams)
   const void* out = nullptr;             // [num_rows, heads, features] forward result
   const void* lse = nullptr;             // [num_rows, heads] forward result, accumulation type
   const void* grad_out = nullptr;        // [num_rows, heads, features]
   void* delta = nullptr;                 // [num_rows, heads] workspace, accumulation type
-  void* edge_grad = nullptr;             // [nnz, heads] workspace (dz_e), accumulation type
+  void* edge_grad = nullptr;             // [nnz, heads] dz_e, accumulation type (= grad_alpha_edge)
   void* grad_h = nullptr;                // [num_cols, heads, features]
   void* grad_alpha_src = nullptr;        // [num_cols, heads]
   void* grad_alpha_dst = nullptr;        // [num_rows, heads]

@@ -65,6 +65,7 @@ void bind_gat(py::module_& m) {
   pointer_field(fwd, "h", &GatParams::h);
   pointer_field(fwd, "alpha_src", &GatParams::alpha_src);
   pointer_field(fwd, "alpha_dst", &GatParams::alpha_dst);
+  pointer_field(fwd, "alpha_edge", &GatParams::alpha_edge);
   pointer_field(fwd, "out", &GatParams::out);
   pointer_field(fwd, "lse", &GatParams::lse);
 
@@ -78,6 +79,7 @@ void bind_gat(py::module_& m) {
   pointer_field(bwd, "h", &GatBackwardParams::h);
   pointer_field(bwd, "alpha_src", &GatBackwardParams::alpha_src);
   pointer_field(bwd, "alpha_dst", &GatBackwardParams::alpha_dst);
+  pointer_field(bwd, "alpha_edge", &GatBackwardParams::alpha_edge);
   pointer_field(bwd, "out", &GatBackwardParams::out);
   pointer_field(bwd, "lse", &GatBackwardParams::lse);
   pointer_field(bwd, "grad_out", &GatBackwardParams::grad_out);

@@ -140,6 +140,10 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
     const T* __restrict src = a_src + p.col[begin + d] * H;
     for (int64_t k = 0; k < H; ++k) w[d * H + k] = src[k] + a_dst[k];
   }
+  if (p.alpha_edge) {  // the row's edges are contiguous in CSR order: one vector add
+    const T* __restrict a_edge = static_cast<const T*>(p.alpha_edge) + begin * H;
+    for (int64_t x = 0; x < degree * H; ++x) w[x] += a_edge[x];
+  }
   for (int64_t x = 0; x < degree * H; ++x) w[x] = leaky_relu(w[x], slope);
   for (int64_t k = 0; k < H; ++k) {
     T max = -std::numeric_limits<T>::infinity();
@@ -213,12 +217,16 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
   T* __restrict deltas = slopes + n;
   T* __restrict lses = deltas + n;
   T* __restrict dz = lses + n;  // per edge of one head: the dots, then dz
+  const T* __restrict a_edge = static_cast<const T*>(p.alpha_edge);
   for (int64_t d = 0; d < degree; ++d) {
     const int64_t ik = rows_of[d] * H;
     for (int64_t k = 0; k < H; ++k) {
       slopes[d * H + k] = a_src[k] + a_dst[ik + k];
       lses[d * H + k] = lse[ik + k];
       deltas[d * H + k] = delta[ik + k];
+    }
+    if (a_edge) {
+      for (int64_t k = 0; k < H; ++k) slopes[d * H + k] += a_edge[edge_of[d] * H + k];
     }
   }
   for (int64_t x = 0; x < n; ++x) {

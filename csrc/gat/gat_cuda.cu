@@ -80,6 +80,7 @@ __global__ void gat_forward_kernel(GatParams p, AttentionDropout drop, int size)
   if (i >= p.num_rows) return;  // group-uniform
   const T* h = static_cast<const T*>(p.h);
   const T* a_src = static_cast<const T*>(p.alpha_src);
+  const T* a_edge = static_cast<const T*>(p.alpha_edge);  // null: no edge term
   const Acc a_dst = to_acc(static_cast<const T*>(p.alpha_dst)[g.pair]);
   const Acc slope = static_cast<Acc>(p.negative_slope);
   const int64_t begin = p.rowptr[i], end = p.rowptr[i + 1];
@@ -92,7 +93,9 @@ __global__ void gat_forward_kernel(GatParams p, AttentionDropout drop, int size)
     for (int64_t e = begin; e < end; ++e) {
       const int64_t j = p.col[e];
       Acc weight;
-      const Acc rescale = softmax.push(leaky_relu(to_acc(a_src[j * H + k]) + a_dst, slope), weight);
+      const Acc a_e = a_edge ? to_acc(a_edge[e * H + k]) : Acc(0);
+      const Acc rescale =
+          softmax.push(leaky_relu(to_acc(a_src[j * H + k]) + a_dst + a_e, slope), weight);
       weight *= drop.keep<Acc>(e, k);
       const T* hj = h + (j * H + k) * F;
 #pragma unroll
@@ -134,6 +137,7 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
   const T* hj = static_cast<const T*>(p.h) + g.pair * F;
   const T* grad_out = static_cast<const T*>(p.grad_out);
   const T* a_dst = static_cast<const T*>(p.alpha_dst);
+  const T* a_edge = static_cast<const T*>(p.alpha_edge);  // null: no edge term
   const Acc* lse = static_cast<const Acc*>(p.lse);
   const Acc* delta = static_cast<const Acc*>(p.delta);
   Acc* edge_grad = static_cast<Acc*>(p.edge_grad);
@@ -151,7 +155,9 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
     }
     for (int64_t s = p.colptr[j]; s < p.colptr[j + 1]; ++s) {
       const int64_t i = p.csc_row[s], ik = i * H + k, e = p.csc_edge_id[s];
-      const EdgeAttention<Acc> att = recompute_attention(a_src, to_acc(a_dst[ik]), lse[ik], slope);
+      const Acc a_e = a_edge ? to_acc(a_edge[e * H + k]) : Acc(0);
+      const EdgeAttention<Acc> att =
+          recompute_attention(a_src + a_e, to_acc(a_dst[ik]), lse[ik], slope);
       const Acc keep = drop.keep<Acc>(e, k);
       const Acc weight = keep * att.prob;
       const T* go = grad_out + ik * F;

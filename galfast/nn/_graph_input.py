@@ -1,67 +1,193 @@
-"""Turns a layer's graph argument, a PyG-style ``edge_index`` or a :class:`~galfast.Graph`,
-into a Graph plus edge weights in its CSR order.
+"""Turns a layer's graph argument into a :class:`~galfast.Graph` plus edge weights in its CSR
+order. Accepted, as PyG's layers accept them:
 
-An ``edge_index`` is read the way PyG reads it: every column is one edge, so parallel
-(duplicate) edges stay separate edges, and self loops are ordinary edges. Its CSR is built
-once per tensor and reused while that tensor lives and is not modified in place (the cache is
-keyed on the tensor's identity and version and dropped when the tensor is freed; a copy of the
-tensor is compared on each hit too, since edits through ``.data`` or ``.numpy()`` leave the
-version unchanged: one comparison, cheap next to a layer), so calling
-several layers, or many epochs, with the same ``edge_index`` sorts it only once. Passing a
-Graph skips even that look-up and is the fast path.
+- a ``[2, E]`` ``edge_index`` (read as PyG reads it: every column is one edge, parallel edges
+  stay separate, self loops are ordinary edges; ``flow="target_to_source"`` swaps its rows);
+- a ``torch.sparse`` adjacency ``adj_t`` (COO, CSR or CSC) in PyG's transposed convention:
+  ``adj_t[i, j]`` is the edge ``j -> i``, its values the edge weights;
+- a ``torch_sparse.SparseTensor`` ``adj_t`` (recognised by its ``csr()`` and
+  ``sparse_sizes()``, so torch_sparse is never imported here);
+- a :class:`~galfast.Graph` (the fast path: no look-up at all).
+
+Sources and destinations may be two node sets (PyG's bipartite ``(x_src, x_dst)``); the Graph
+is then bipartite (``num_src_nodes`` columns, ``num_nodes`` rows).
+
+The CSR of an ``edge_index`` or a sparse adjacency is built once per object and reused while
+that object lives and is unchanged: the cache is keyed on the object's identity, dropped when
+it is freed, and a hit is checked against a copy of the index tensors (edits through ``.data``
+or ``.numpy()`` leave the version counter unchanged: one comparison, cheap next to a layer).
+A CSR adjacency is used in place (no copy); only the per-call values are reordered when the
+input order is not the CSR order. So calling several layers, or many epochs, with the same
+input sorts it only once.
 """
 
 from __future__ import annotations
 
 import weakref
-from typing import Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 import torch
 from torch import Tensor
 
-from galfast.graph import Graph, _check_index, lexsort
+from galfast.graph import Graph, _check_index, _count, _index_tensor, lexsort
 
-__all__ = ["csr_from_coo", "graph_input", "unweighted"]
+__all__ = ["LayerGraph", "csr_from_coo", "graph_input", "is_adjacency", "layer_graph", "unweighted"]
 
-# id(edge_index) -> (weak reference, tensor version, copy, num_nodes, Graph, input order)
-_GRAPHS: dict[int, tuple[weakref.ref, int, Tensor, int, Graph, Tensor]] = {}
+FLOWS = ("source_to_target", "target_to_source")
 
 
-def csr_from_coo(rows: Tensor, cols: Tensor, num_nodes: int) -> tuple[Graph, Tensor]:
+class LayerGraph(NamedTuple):
+    """What a layer aggregates over."""
+
+    graph: Graph  # CSR by destination, bipartite when the node sets differ
+    weight: Optional[Tensor]  # [num_edges] weights in CSR order, or None
+    order: Optional[Tensor]  # [num_edges] input position of each CSR edge; None: identity
+    sparse: bool  # the input was a sparse adjacency (its values are the weights)
+
+
+class _Entry(NamedTuple):
+    ref: weakref.ref
+    version: int
+    copies: tuple[Tensor, ...]
+    key: tuple
+    graph: Graph
+    order: Optional[Tensor]
+
+
+# id(input object) -> its cached CSR
+_GRAPHS: dict[int, _Entry] = {}
+
+
+def csr_from_coo(
+    rows: Tensor, cols: Tensor, num_nodes: int, num_src_nodes: Optional[int] = None
+) -> tuple[Graph, Tensor]:
     """The Graph with edges ``cols[e] -> rows[e]``, parallel edges kept, sorted by (row, col)
     with ties in input order; returns it and ``order``, the input position of each CSR edge."""
-    order = lexsort([rows, cols], [num_nodes, num_nodes])
+    num_src = num_nodes if num_src_nodes is None else num_src_nodes
+    order = lexsort([rows, cols], [num_nodes, num_src])
     rows = rows[order]
     rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=rows.device)
     rowptr[1:] = torch.cumsum(torch.bincount(rows, minlength=num_nodes), 0)
-    graph = Graph(rowptr, cols[order], num_nodes)
+    graph = Graph(rowptr, cols[order], num_nodes, num_src_nodes=num_src_nodes)
     graph.cached("row", lambda: rows)
     return graph, order
 
 
-def _edge_index_graph(edge_index: Tensor, num_nodes: int) -> tuple[Graph, Tensor]:
-    hit = _GRAPHS.get(id(edge_index))
+def is_adjacency(obj: Any) -> bool:
+    """A torch.sparse tensor or a torch_sparse.SparseTensor (duck-typed)."""
+    if isinstance(obj, Tensor):
+        return obj.layout in (torch.sparse_coo, torch.sparse_csr, torch.sparse_csc)
+    return callable(getattr(obj, "csr", None)) and callable(getattr(obj, "sparse_sizes", None))
+
+
+def _cached(obj: Any, key: tuple, indices: tuple[Tensor, ...]) -> Optional[_Entry]:
+    hit = _GRAPHS.get(id(obj))
+    if hit is None or hit.ref() is not obj or hit.key != key:
+        return None
+    if isinstance(obj, Tensor) and hit.version != obj._version:
+        return None
+    if len(hit.copies) != len(indices):
+        return None
+    if not all(c.shape == t.shape and torch.equal(c, t) for c, t in zip(hit.copies, indices)):
+        return None
+    return hit
+
+
+def _remember(obj: Any, key: tuple, indices: tuple, graph: Graph, order: Optional[Tensor]):
+    ident = id(obj)
+    version = obj._version if isinstance(obj, Tensor) else 0
+    copies = tuple(t.clone() for t in indices)
+    ref = weakref.ref(obj, lambda _: _GRAPHS.pop(ident, None))
+    _GRAPHS[ident] = _Entry(ref, version, copies, key, graph, order)
+
+
+def _bipartite_ids(src: Tensor, dst: Tensor, num_src: int, num_dst: Optional[int]) -> int:
+    """Checks ids of a two-node-set edge_index; returns the destination count (inferred from
+    the largest target, as PyG does, when not given)."""
+    for name, ids, bound in (("source", src, num_src), ("target", dst, num_dst)):
+        if not ids.numel():
+            continue
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0:
+            raise ValueError(f"edge_index holds a negative {name} node id ({low})")
+        if bound is not None and high >= bound:
+            raise ValueError(
+                f"edge_index refers to {name} node {high} but there are {bound} {name} nodes "
+                f"(ids must lie in [0, {bound}))"
+            )
+    if num_dst is None:
+        return int(dst.max()) + 1 if dst.numel() else 0
+    return num_dst
+
+
+def _edge_index_graph(
+    edge_index: Tensor, num_dst: Optional[int], num_src: Optional[int], flow: str
+) -> tuple[Graph, Tensor]:
+    key = ("edge_index", num_dst, num_src, flow)
+    hit = _cached(edge_index, key, (edge_index,))
     if hit is not None:
-        ref, version, copy, nodes, graph, order = hit
-        if (
-            ref() is edge_index
-            and version == edge_index._version
-            and nodes == num_nodes
-            and torch.equal(copy, edge_index)
-        ):
-            return graph, order
-    checked, num_nodes = _check_index(edge_index, num_nodes)
-    graph, order = csr_from_coo(checked[1], checked[0], num_nodes)
-    key = id(edge_index)
-    _GRAPHS[key] = (
-        weakref.ref(edge_index, lambda _: _GRAPHS.pop(key, None)),
-        edge_index._version,
-        edge_index.clone(),
-        num_nodes,
-        graph,
-        order,
-    )
+        return hit.graph, hit.order
+    checked = _index_tensor("edge_index", edge_index)
+    if checked.dim() != 2 or checked.size(0) != 2:
+        raise ValueError(f"edge_index must have shape [2, num_edges], got {list(checked.shape)}")
+    if flow == "target_to_source":
+        checked = checked.flip(0)
+    src, dst = checked[0], checked[1]
+    if num_src is None or num_src == num_dst:
+        _, num_nodes = _check_index(checked, num_dst)
+        graph, order = csr_from_coo(dst, src, num_nodes)
+    else:
+        num_dst = _bipartite_ids(src, dst, num_src, num_dst)
+        graph, order = csr_from_coo(dst, src, num_dst, num_src)
+    _remember(edge_index, key, (edge_index,), graph, order)
     return graph, order
+
+
+def _torch_sparse_graph(adj_t: Tensor) -> tuple[Graph, Optional[Tensor], Tensor]:
+    """(graph, order, values) of a torch.sparse adj_t [num_dst, num_src]."""
+    if adj_t.dim() != 2:
+        raise ValueError(f"a sparse adj_t must be 2-D [num_dst, num_src], got {list(adj_t.shape)}")
+    num_dst, num_src = adj_t.shape
+    if adj_t.layout == torch.sparse_csr:
+        indices = (adj_t.crow_indices(), adj_t.col_indices())
+        values = adj_t.values()
+    elif adj_t.layout == torch.sparse_csc:
+        indices = (adj_t.ccol_indices(), adj_t.row_indices())
+        values = adj_t.values()
+    else:
+        indices = (adj_t._indices(),)
+        values = adj_t._values()
+    key = ("sparse", adj_t.layout, num_dst, num_src)
+    hit = _cached(adj_t, key, indices)
+    if hit is not None:
+        return hit.graph, hit.order, values
+    bipartite = num_src if num_src != num_dst else None
+    if adj_t.layout == torch.sparse_csr:
+        rowptr, col = (_index_tensor(name, t) for name, t in zip(("crow_indices", "col"), indices))
+        graph, order = Graph(rowptr, col, num_dst, num_src_nodes=bipartite), None
+    else:
+        if adj_t.layout == torch.sparse_csc:
+            ccol, row = (_index_tensor(n, t) for n, t in zip(("ccol_indices", "row"), indices))
+            col = torch.repeat_interleave(torch.arange(num_src, device=row.device), ccol.diff())
+        else:
+            row, col = _index_tensor("indices", indices[0])
+        graph, order = csr_from_coo(row, col, num_dst, bipartite)
+    _remember(adj_t, key, indices, graph, order)
+    return graph, order, values
+
+
+def _sparse_tensor_graph(adj_t: Any) -> tuple[Graph, Optional[Tensor]]:
+    """(graph, values) of a torch_sparse.SparseTensor adj_t [num_dst, num_src]."""
+    rowptr, col, values = adj_t.csr()
+    num_dst, num_src = (int(s) for s in adj_t.sparse_sizes())
+    key = ("SparseTensor", num_dst, num_src)
+    hit = _cached(adj_t, key, (rowptr, col))
+    if hit is not None:
+        return hit.graph, values
+    bipartite = num_src if num_src != num_dst else None
+    graph = Graph(rowptr, col, num_dst, num_src_nodes=bipartite)
+    _remember(adj_t, key, (rowptr, col), graph, None)
+    return graph, values
 
 
 def _check_weight(edge_weight: Tensor, num_edges: int, device: torch.device, order: str) -> None:
@@ -77,34 +203,83 @@ def _check_weight(edge_weight: Tensor, num_edges: int, device: torch.device, ord
         raise ValueError(f"edge_weight is on {edge_weight.device} but the graph is on {device}")
 
 
+def _check_counts(graph: Graph, num_dst: Optional[int], num_src: Optional[int], what: str):
+    if num_dst is not None and graph.num_nodes != num_dst:
+        nodes = "destination nodes" if graph.is_bipartite else "nodes"
+        raise ValueError(f"x has {num_dst} rows but the {what} has {graph.num_nodes} {nodes}")
+    if num_src is not None and graph.num_src_nodes != num_src:
+        raise ValueError(
+            f"x has {num_src} source rows but the {what} has {graph.num_src_nodes} source nodes"
+        )
+
+
+def layer_graph(
+    adjacency: Any,
+    num_dst: Optional[int],
+    num_src: Optional[int] = None,
+    edge_weight: Optional[Tensor] = None,
+    *,
+    flow: str = "source_to_target",
+) -> LayerGraph:
+    """The :class:`LayerGraph` of a layer's graph argument (see the module docstring).
+
+    ``num_dst`` / ``num_src`` are the node counts the features imply (None: inferred, as PyG
+    does); ``num_src=None`` means one node set. ``edge_weight`` follows the columns of an
+    ``edge_index`` or the CSR order of a Graph; a sparse adjacency carries its own values.
+    """
+    if flow not in FLOWS:
+        raise ValueError(f"flow must be one of {FLOWS}, got {flow!r}")
+    if isinstance(adjacency, Graph):
+        if flow != "source_to_target":
+            raise ValueError(
+                "flow='target_to_source' is not supported with a galfast.Graph, whose CSR is "
+                "by destination: pass the edge_index, or build the Graph from edge_index.flip(0)"
+            )
+        _check_counts(adjacency, num_dst, num_src if num_src is not None else num_dst, "graph")
+        if edge_weight is None:
+            return LayerGraph(adjacency, adjacency.edge_weight, None, False)
+        _check_weight(edge_weight, adjacency.num_edges, adjacency.device, "the CSR edge order")
+        return LayerGraph(adjacency, edge_weight, None, False)
+    if is_adjacency(adjacency):
+        if flow != "source_to_target":
+            raise ValueError(
+                "flow='target_to_source' is not supported with a sparse adj_t (PyG refuses it "
+                "too): adj_t is already the transposed adjacency, so transpose it instead"
+            )
+        if edge_weight is not None:
+            raise ValueError(
+                "edge_weight must be None with a sparse adj_t: its values are the edge weights"
+            )
+        if isinstance(adjacency, Tensor):
+            graph, order, values = _torch_sparse_graph(adjacency)
+        else:
+            (graph, values), order = _sparse_tensor_graph(adjacency), None
+        _check_counts(graph, num_dst, num_src if num_src is not None else num_dst, "adj_t")
+        if values is not None and order is not None:
+            values = values[order]
+        return LayerGraph(graph, values, order, True)
+    if not isinstance(adjacency, Tensor):
+        raise ValueError(
+            "expected an edge_index tensor [2, num_edges], a sparse adj_t or a galfast.Graph, "
+            f"got {type(adjacency).__name__}"
+        )
+    if num_dst is not None:
+        num_dst = _count("num_nodes", num_dst)
+    graph, order = _edge_index_graph(adjacency, num_dst, num_src, flow)
+    if edge_weight is None:
+        return LayerGraph(graph, None, order, False)
+    _check_weight(edge_weight, graph.num_edges, graph.device, "one per edge_index column")
+    return LayerGraph(graph, edge_weight[order], order, False)
+
+
 def graph_input(
     edge_index_or_graph: Union[Tensor, Graph],
     num_nodes: int,
     edge_weight: Optional[Tensor] = None,
 ) -> tuple[Graph, Optional[Tensor]]:
-    """Returns ``(graph, weight)``: the Graph of a layer's input and the edge weights in its CSR
-    order (``edge_weight`` reordered, or the Graph's stored weights, or None).
-
-    ``edge_weight`` follows the columns of an ``edge_index``, or the CSR order of a Graph.
-    """
-    if isinstance(edge_index_or_graph, Graph):
-        graph = edge_index_or_graph
-        if graph.num_nodes != num_nodes:
-            raise ValueError(f"x has {num_nodes} rows but the graph has {graph.num_nodes} nodes")
-        if edge_weight is None:
-            return graph, graph.edge_weight
-        _check_weight(edge_weight, graph.num_edges, graph.device, "the graph's CSR edge order")
-        return graph, edge_weight
-    if not isinstance(edge_index_or_graph, Tensor):
-        raise ValueError(
-            "expected an edge_index tensor [2, num_edges] or a galfast.Graph, got "
-            f"{type(edge_index_or_graph).__name__}"
-        )
-    graph, order = _edge_index_graph(edge_index_or_graph, num_nodes)
-    if edge_weight is None:
-        return graph, None
-    _check_weight(edge_weight, graph.num_edges, graph.device, "one per edge_index column")
-    return graph, edge_weight[order]
+    """``(graph, weight)`` of a one-node-set input: :func:`layer_graph` without the order."""
+    graph, weight, _, _ = layer_graph(edge_index_or_graph, num_nodes, None, edge_weight)
+    return graph, weight
 
 
 def unweighted(graph: Graph) -> Graph:
@@ -113,5 +288,6 @@ def unweighted(graph: Graph) -> Graph:
     if graph.edge_weight is None:
         return graph
     return graph.cached(
-        ("nn", "unweighted"), lambda: Graph(graph.rowptr, graph.col, graph.num_nodes)
+        ("nn", "unweighted"),
+        lambda: Graph(graph.rowptr, graph.col, graph.num_nodes, num_src_nodes=graph.num_src_nodes),
     )

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import torch
 from torch import Tensor
 from torch.nn import Parameter
 
 from galfast.graph import Graph
-from galfast.nn._graph_input import graph_input
-from galfast.nn._layer_checks import check_channels, check_features
+from galfast.nn._graph_input import layer_graph
+from galfast.nn._layer_checks import check_channels, check_features, split_features
+from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
 from galfast.ops import aggregate
 
 __all__ = ["ChebConv"]
 
 
-class ChebConv(torch.nn.Module):
+class ChebConv(FusedLayer):
     r"""The Chebyshev spectral convolution of Defferrard et al., "Convolutional Neural Networks
     on Graphs with Fast Localized Spectral Filtering" (NeurIPS 2016), equal to PyG's
     ``ChebConv`` for the same weights.
@@ -30,17 +31,20 @@ class ChebConv(torch.nn.Module):
     :func:`galfast.nn.norm.cheb_norm` (self loops of the input are dropped).
 
     Args:
-        in_channels: input features per node.
+        in_channels: input features per node; -1 infers them on the first call.
         out_channels: output features per node.
         K: Chebyshev filter size (hops = K - 1); the paper's MovieLens encoder uses K = 2.
         normalization: Laplacian ``None`` (:math:`D - A`), ``"sym"`` (default) or ``"rw"``.
         bias: learn an additive bias. Default True.
+        **kwargs: PyG's ``MessagePassing`` options; ``flow="target_to_source"`` is refused
+            (PyG's Laplacian then mixes both directions).
 
     Shapes:
-        x ``[N, in_channels]``; ``edge_index_or_graph`` a ``[2, E]`` edge_index or a
+        x ``[N, in_channels]``; ``edge_index`` a ``[2, E]`` edge_index, a sparse ``adj_t`` or a
         :class:`~galfast.Graph`; ``edge_weight`` ``[E]`` (optional, differentiable);
-        ``lambda_max`` a float or 0-d tensor (default :math:`2 \max L_{ij}`) ->
-        ``[N, out_channels]``.
+        ``batch`` ``[N]`` graph id of each node (optional, PyG's ``Batch.batch``);
+        ``lambda_max`` a float, a 0-d tensor or, with ``batch``, one value per graph (default
+        :math:`2 \max L_{ij}` over the whole input) -> ``[N, out_channels]``.
 
     Example:
         >>> conv = ChebConv(16, 32, K=2)
@@ -55,9 +59,10 @@ class ChebConv(torch.nn.Module):
         K: int,
         normalization: Optional[str] = "sym",
         bias: bool = True,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
-        check_channels(in_channels, out_channels)
+        super().__init__(**kwargs)
+        check_channels(in_channels, out_channels, lazy=True)
         if K < 1:
             raise ValueError(f"K must be >= 1, got {K}")
         if normalization not in (None, "sym", "rw"):
@@ -65,26 +70,38 @@ class ChebConv(torch.nn.Module):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.normalization = normalization
         self.lins = torch.nn.ModuleList(
-            [torch.nn.Linear(in_channels, out_channels, bias=False) for _ in range(K)]
+            [make_linear(in_channels, out_channels, bias=False) for _ in range(K)]
         )
         self.bias = Parameter(torch.empty(out_channels)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         for lin in self.lins:
-            torch.nn.init.xavier_uniform_(lin.weight)
+            if not isinstance(lin.weight, torch.nn.parameter.UninitializedParameter):
+                torch.nn.init.xavier_uniform_(lin.weight)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
 
     def forward(
         self,
         x: Tensor,
-        edge_index_or_graph: Union[Tensor, Graph],
+        edge_index: Union[Tensor, Graph, Any],
         edge_weight: Optional[Tensor] = None,
+        batch: Optional[Tensor] = None,
         lambda_max: Optional[Union[float, Tensor]] = None,
     ) -> Tensor:
+        x, _ = split_features(x, bipartite=False)
+        if self.flow != "source_to_target":
+            # PyG's get_laplacian takes degrees by edge_index[0] whatever the flow and then
+            # aggregates the other way round, an operator no flipped graph reproduces.
+            raise ValueError(
+                "galfast's ChebConv supports flow='source_to_target' only (PyG's ChebConv "
+                "with target_to_source mixes the two directions); flip edge_index instead"
+            )
+        self._materialize(*((lin, x) for lin in self.lins))
         check_features(x, self.in_channels, self.lins[0].weight)
-        graph, weight = graph_input(edge_index_or_graph, x.size(0), edge_weight)
+        graph, weight, _, _ = layer_graph(edge_index, x.size(0), None, edge_weight, flow=self.flow)
+        lambda_max = _per_node_lambda_max(lambda_max, batch, x.size(0))
         out = self.lins[0](x)
         if len(self.lins) > 1:
             laplacian = self._laplacian(graph, weight, lambda_max, x.dtype)
@@ -109,5 +126,23 @@ class ChebConv(torch.nn.Module):
     def extra_repr(self) -> str:
         return (
             f"{self.in_channels}, {self.out_channels}, K={len(self.lins)}, "
-            f"normalization={self.normalization!r}"
+            f"normalization={self.normalization}"
         )
+
+
+def _per_node_lambda_max(lambda_max: Any, batch: Optional[Tensor], num_nodes: int) -> Any:
+    """PyG's rule: with a ``batch`` vector, a lambda_max of several values holds one per graph
+    and each node takes its graph's; a single value (or no batch) applies to all nodes."""
+    if batch is None or not isinstance(lambda_max, Tensor) or lambda_max.numel() == 1:
+        return lambda_max
+    if not isinstance(batch, Tensor) or batch.shape != (num_nodes,) or batch.is_floating_point():
+        raise ValueError(
+            f"batch must be an integer tensor [{num_nodes}] (one graph id per node), got "
+            f"{type(batch).__name__} {list(getattr(batch, 'shape', []))}"
+        )
+    if lambda_max.dim() != 1 or (batch.numel() and int(batch.max()) >= lambda_max.numel()):
+        raise ValueError(
+            f"lambda_max must hold one value per graph of the batch, got shape "
+            f"{list(lambda_max.shape)} for graph ids up to {int(batch.max())}"
+        )
+    return lambda_max[batch]

@@ -2,22 +2,41 @@
 
 from __future__ import annotations
 
-from typing import Optional, Union
+import math
+from typing import Any, Optional, Union
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
 from galfast.graph import Graph
-from galfast.nn._graph_input import graph_input
-from galfast.nn._layer_checks import check_channels, check_features
+from galfast.nn._gat_attention import attention_weights, edge_logits, reported_edges
+from galfast.nn._graph_input import is_adjacency, layer_graph, unweighted
+from galfast.nn._layer_checks import (
+    Channels,
+    channel_pair,
+    check_channels,
+    check_features,
+    node_counts,
+    split_features,
+)
+from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import self_loops_replaced
 from galfast.ops import gat_aggregate
 
 __all__ = ["GATConv"]
 
+_FILL_REDUCTIONS = ("mean", "add", "sum", "max", "min", "mul")
 
-class GATConv(torch.nn.Module):
+
+def _glorot(t: Tensor) -> None:
+    """PyG's ``glorot``: uniform in ``±sqrt(6 / (size(-2) + size(-1)))``."""
+    bound = math.sqrt(6.0 / (t.size(-2) + t.size(-1)))
+    torch.nn.init.uniform_(t, -bound, bound)
+
+
+class GATConv(FusedLayer):
     r"""The graph attention operator of Veličković et al., "Graph Attention Networks"
     (ICLR 2018), equal to PyG's ``GATConv`` for the same weights (same attention dropout
     probability, though not the same random mask).
@@ -26,28 +45,43 @@ class GATConv(torch.nn.Module):
         x'_i = \big\Vert_{k=1}^{H} \sum_{j \in \mathcal N(i) \cup \{i\}}
                \alpha_{ij}^k \Theta_k x_j + b, \qquad
         \alpha_{ij}^k = \mathrm{softmax}_j\Big(\mathrm{LeakyReLU}\big(a_{src,k}^\top
-               \Theta_k x_j + a_{dst,k}^\top \Theta_k x_i\big)\Big)
+               \Theta_k x_j + a_{dst,k}^\top \Theta_k x_i
+               + a_{edge,k}^\top \Theta_{e,k} e_{ji}\big)\Big)
 
-    (heads averaged instead of concatenated when ``concat=False``). The logits, softmax and
-    weighted sum run in one fused kernel (:func:`galfast.ops.gat_aggregate`) that never
-    materialises per-edge features, so memory stays O(N H F + E).
+    (heads averaged instead of concatenated when ``concat=False``; the edge term only with
+    ``edge_dim``). The logits, softmax and weighted sum run in one fused kernel
+    (:func:`galfast.ops.gat_aggregate`) that never materialises per-edge features: the edge
+    term enters it as one number per edge and head, so memory stays O(N H F + E H).
 
     Args:
-        in_channels: input features per node (bipartite pairs are not supported).
+        in_channels: input features per node, -1 to infer them on the first call, or a pair
+            ``(source, destination)`` for bipartite inputs ``x = (x_src, x_dst)`` (then the
+            two sides get their own maps ``lin_src`` / ``lin_dst``, as in PyG).
         out_channels: features per head.
         heads: number of attention heads. Default 1.
         concat: concatenate the heads (else average them). Default True.
         negative_slope: LeakyReLU slope. Default 0.2.
         dropout: dropout probability of the attention coefficients in training. Default 0.
         add_self_loops: replace every node's self loops by exactly one. Default True.
-        edge_dim: edge features are not supported; must be None.
+        edge_dim: edge feature size (None: no edge features).
+        fill_value: edge features of the added self loops: a float, a tensor, or how to
+            reduce each node's incoming edge features (``"mean"`` (default), ``"add"``,
+            ``"max"``, ``"min"``, ``"mul"``).
         bias: learn an additive bias. Default True.
         residual: add a linear projection of the input (PyG's ``residual``). Default False.
+        **kwargs: PyG's ``MessagePassing`` options (``flow`` is honoured).
 
     Shapes:
-        x ``[N, in_channels]``; ``edge_index_or_graph`` a ``[2, E]`` edge_index or a
-        :class:`~galfast.Graph` -> ``[N, heads * out_channels]`` (or ``[N, out_channels]``
-        when ``concat=False``).
+        x ``[N, in_channels]`` or ``(x_src [N_src, C_src], x_dst [N_dst, C_dst] or None)``;
+        ``edge_index`` a ``[2, E]`` edge_index, a sparse ``adj_t`` ``[N_dst, N_src]`` or a
+        :class:`~galfast.Graph`; ``edge_attr`` ``[E, edge_dim]`` (or ``[E]`` for
+        ``edge_dim=1``) in the order of the edges; ``size`` ``(N_src, N_dst)`` ->
+        ``[N_dst, heads * out_channels]`` (or ``[N_dst, out_channels]`` when
+        ``concat=False``). With ``return_attention_weights=True`` also, as PyG, the edges
+        attended over (self loops included) and ``alpha [E', heads]``: ``(edge_index,
+        alpha)`` for an edge_index (PyG's order: the input's non-loop edges, then the
+        loops), a sparse tensor of values ``alpha`` for a sparse ``adj_t``, and for a Graph
+        its edges in CSR order.
 
     Example:
         >>> conv = GATConv(16, 8, heads=4)
@@ -55,9 +89,11 @@ class GATConv(torch.nn.Module):
         torch.Size([3, 32])
     """
 
+    _default_node_dim = 0
+
     def __init__(
         self,
-        in_channels: int,
+        in_channels: Channels,
         out_channels: int,
         heads: int = 1,
         concat: bool = True,
@@ -65,66 +101,165 @@ class GATConv(torch.nn.Module):
         dropout: float = 0.0,
         add_self_loops: bool = True,
         edge_dim: Optional[int] = None,
+        fill_value: Union[float, Tensor, str] = "mean",
         bias: bool = True,
         residual: bool = False,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
-        if not isinstance(in_channels, int):
-            raise ValueError("GATConv supports a single node type: in_channels must be an int")
+        super().__init__(**kwargs)
         # out_channels = 0 would leave the attention vectors without fan-in to initialise.
-        check_channels(in_channels, out_channels, minimum_out=1)
-        if edge_dim is not None:
-            raise ValueError("galfast's GATConv does not support edge features (edge_dim)")
+        check_channels(in_channels, out_channels, minimum_out=1, lazy=True, pair=True)
         if heads < 1:
             raise ValueError(f"heads must be >= 1, got {heads}")
         if not 0.0 <= dropout <= 1.0:
             raise ValueError(f"dropout must lie in [0, 1], got {dropout}")
+        if edge_dim is not None and (
+            not isinstance(edge_dim, int) or edge_dim in (0,) or edge_dim < -1
+        ):
+            raise ValueError(f"edge_dim must be None, -1 (lazy) or >= 1, got {edge_dim!r}")
+        if isinstance(fill_value, str) and fill_value not in _FILL_REDUCTIONS:
+            raise ValueError(f"fill_value must be a number, a tensor or one of {_FILL_REDUCTIONS}")
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.concat, self.negative_slope, self.dropout = concat, negative_slope, dropout
         self.add_self_loops, self.residual = add_self_loops, residual
+        self.edge_dim, self.fill_value = edge_dim, fill_value
         total = heads * out_channels if concat else out_channels
-        self.lin = torch.nn.Linear(in_channels, heads * out_channels, bias=False)
+        src_channels, dst_channels = channel_pair(in_channels)
+        self.lin = self.lin_src = self.lin_dst = None
+        if isinstance(in_channels, int):
+            self.lin = make_linear(in_channels, heads * out_channels, bias=False)
+        else:
+            self.lin_src = make_linear(src_channels, heads * out_channels, bias=False)
+            self.lin_dst = make_linear(dst_channels, heads * out_channels, bias=False)
         self.att_src = Parameter(torch.empty(1, heads, out_channels))
         self.att_dst = Parameter(torch.empty(1, heads, out_channels))
-        self.res = torch.nn.Linear(in_channels, total, bias=False) if residual else None
+        if edge_dim is not None:
+            self.lin_edge = make_linear(edge_dim, heads * out_channels, bias=False)
+            self.att_edge = Parameter(torch.empty(1, heads, out_channels))
+        else:
+            self.lin_edge = None
+            self.register_parameter("att_edge", None)
+        self.res = make_linear(dst_channels, total, bias=False) if residual else None
         self.bias = Parameter(torch.empty(total)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        for weight in (self.lin.weight, self.att_src, self.att_dst):
-            torch.nn.init.xavier_uniform_(weight)
-        if self.res is not None:
-            torch.nn.init.xavier_uniform_(self.res.weight)
+        for lin in (self.lin, self.lin_src, self.lin_dst, self.lin_edge, self.res):
+            if lin is not None and not isinstance(
+                lin.weight, torch.nn.parameter.UninitializedParameter
+            ):
+                torch.nn.init.xavier_uniform_(lin.weight)
+        for att in (self.att_src, self.att_dst, self.att_edge):
+            if att is not None:
+                _glorot(att)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
 
     def forward(
         self,
-        x: Tensor,
-        edge_index_or_graph: Union[Tensor, Graph],
+        x: Union[Tensor, tuple[Tensor, Optional[Tensor]]],
+        edge_index: Union[Tensor, Graph, Any],
         edge_attr: Optional[Tensor] = None,
-    ) -> Tensor:
-        if edge_attr is not None:
-            raise ValueError("galfast's GATConv does not support edge features (edge_attr)")
-        check_features(x, self.in_channels, self.lin.weight)
-        graph, _ = graph_input(edge_index_or_graph, x.size(0))
-        if self.add_self_loops:
-            graph, _ = self_loops_replaced(graph)
-        h = self.lin(x).view(-1, self.heads, self.out_channels)
-        alpha_src = (h * self.att_src).sum(-1)
-        alpha_dst = (h * self.att_dst).sum(-1)
-        out = gat_aggregate(
-            graph,
-            h,
-            alpha_src,
-            alpha_dst,
-            negative_slope=self.negative_slope,
-            dropout=self.dropout if self.training else 0.0,
+        size: Optional[tuple[int, int]] = None,
+        return_attention_weights: Optional[bool] = None,
+    ) -> Union[Tensor, tuple[Tensor, Any]]:
+        H, C = self.heads, self.out_channels
+        two_sets = isinstance(x, (tuple, list))
+        x_src, x_dst = split_features(x, bipartite=True)
+        edge_feats = None
+        if edge_attr is not None and self.lin_edge is not None:
+            edge_feats = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
+        self._materialize(
+            *(
+                (m, t)
+                for m, t in (
+                    (self.lin, x_src),
+                    (self.lin_src, x_src),
+                    (self.lin_dst, x_dst),
+                    (self.res, x_dst),
+                    (self.lin_edge, edge_feats),
+                )
+                if m is not None and t is not None
+            )
         )
+        src_channels, dst_channels = channel_pair(self.in_channels)
+        first = self.lin if self.lin is not None else self.lin_src
+        check_features(x_src, src_channels, first.weight, "x_src" if two_sets else "x")
+        if two_sets and x_dst is not None:
+            check_features(x_dst, dst_channels, first.weight, "x_dst")
+        num_src, num_dst = node_counts(x_src, x_dst, size, two_sets)
+        layer = layer_graph(edge_index, num_dst, num_src if two_sets else None, flow=self.flow)
+        graph = unweighted(layer.graph)
+        if edge_feats is not None:
+            self._check_edge_attr(edge_feats, graph.num_edges, edge_index)
+
+        if self.lin is not None:
+            h_src = self.lin(x_src).view(-1, H, C)
+            h_dst = h_src if not two_sets else None
+            if two_sets and x_dst is not None:
+                h_dst = self.lin(x_dst).view(-1, H, C)
+        else:
+            h_src = self.lin_src(x_src).view(-1, H, C)
+            h_dst = None if x_dst is None else self.lin_dst(x_dst).view(-1, H, C)
+        alpha_src = (h_src * self.att_src).sum(-1)
+        if h_dst is None:  # PyG: no destination term without destination features
+            alpha_dst = alpha_src.new_zeros(graph.num_nodes, H)
+        else:
+            alpha_dst = (h_dst * self.att_dst).sum(-1)
+
+        source = None
+        if self.add_self_loops:
+            graph, source = self_loops_replaced(graph)
+        alpha_edge = None
+        if edge_feats is not None:
+            alpha_edge = edge_logits(
+                self, edge_feats, layer, graph, source, fill_value=self.fill_value
+            )
+        dropout = self.dropout if self.training else 0.0
+        if return_attention_weights:
+            alpha = attention_weights(graph, alpha_src, alpha_dst, alpha_edge, self.negative_slope)
+            if dropout > 0:  # PyG reports the dropped coefficients the output used
+                alpha = F.dropout(alpha, p=dropout, training=True)
+                messages = alpha.unsqueeze(-1) * h_src[graph.col]
+                out = h_src.new_zeros(graph.num_nodes, H, C).index_add(0, graph.row, messages)
+            else:
+                out = gat_aggregate(
+                    graph,
+                    h_src,
+                    alpha_src,
+                    alpha_dst,
+                    alpha_edge,
+                    negative_slope=self.negative_slope,
+                )
+        else:
+            out = gat_aggregate(
+                graph,
+                h_src,
+                alpha_src,
+                alpha_dst,
+                alpha_edge,
+                negative_slope=self.negative_slope,
+                dropout=dropout,
+            )
         out = out.flatten(1) if self.concat else out.mean(1)
-        if self.res is not None:
-            out = out + self.res(x)
-        return out if self.bias is None else out + self.bias
+        if self.res is not None and x_dst is not None:
+            out = out + self.res(x_dst)
+        if self.bias is not None:
+            out = out + self.bias
+        if return_attention_weights:
+            return out, reported_edges(edge_index, layer, graph, source, alpha)
+        return out
+
+    def _check_edge_attr(self, edge_feats: Tensor, num_edges: int, edge_index: Any) -> None:
+        if edge_feats.size(0) != num_edges:
+            raise ValueError(
+                f"edge_attr must have one row per edge ({num_edges}), got {list(edge_feats.shape)}"
+            )
+        if self.add_self_loops and is_adjacency(edge_index):
+            raise NotImplementedError(
+                "edge_attr together with add_self_loops=True is not supported for a sparse "
+                "adj_t (nor is it in PyG): pass the edge_index, or add the loops yourself"
+            )
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, heads={self.heads}"

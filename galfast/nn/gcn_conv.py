@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor
 from torch.nn import Parameter
 
 from galfast.graph import Graph
-from galfast.nn._graph_input import graph_input
-from galfast.nn._layer_checks import check_channels, check_features
-from galfast.nn.norm import gcn_norm
-from galfast.ops import aggregate
+from galfast.nn._graph_input import is_adjacency, layer_graph
+from galfast.nn._layer_checks import check_channels, check_features, split_features
+from galfast.nn._node_features import aggregate_nodes, linear
+from galfast.nn._pyg_compat import FusedLayer, make_linear
+from galfast.nn.norm import gcn_norm, sparse_self_loops
 
 __all__ = ["GCNConv"]
 
 
-class GCNConv(torch.nn.Module):
+class GCNConv(FusedLayer):
     r"""The graph convolution of Kipf & Welling, "Semi-supervised Classification with Graph
     Convolutional Networks" (ICLR 2017), equal to PyG's ``GCNConv`` for the same weights.
 
@@ -26,25 +27,34 @@ class GCNConv(torch.nn.Module):
         x'_i = \Theta^\top \sum_{j \in \mathcal N(i) \cup \{i\}}
                \frac{e_{ji}}{\sqrt{\hat d_j \hat d_i}} x_j + b
 
-    with :math:`\hat A = A + I` (``A + 2I`` if ``improved``) and
+    with :math:`\hat A = A + I` (``A + 2I`` if ``improved``; see below) and
     :math:`\hat d_i = \sum_j \hat a_{ij}` (see :func:`galfast.nn.norm.gcn_norm`). Without edge
     weights the normalisation is computed on the fly inside the fused kernel.
 
+    ``improved`` follows PyG 2.8 exactly, input form by input form: the added self loops weigh
+    2 when the graph carries weights (an ``edge_weight``, a weighted Graph, or a sparse
+    ``adj_t``, whose values are weights) and 1 for an unweighted ``edge_index`` or Graph, where
+    PyG's ``gcn_norm`` drops the fill value. Likewise a sparse ``adj_t``'s existing self loops
+    are summed with the added ones (torch.sparse) or replaced (torch_sparse), as PyG does.
+
     Args:
-        in_channels: input features per node.
+        in_channels: input features per node; -1 infers them on the first call.
         out_channels: output features per node.
-        improved: use :math:`A + 2I`. Default False.
-        cached: accepted for PyG compatibility; galfast always caches the normalisation on
-            the Graph (keyed by structure), so this changes nothing. Default False.
+        improved: weight the added self loops 2 (see above). Default False.
+        cached: as PyG: cache the normalised graph of the first call and reuse it on every
+            later call, whatever graph is passed (for transductive training). galfast also
+            caches normalisations per Graph, so the default False is fast too.
         add_self_loops: add self loops (replacing existing ones); defaults to ``normalize``.
         normalize: apply the symmetric normalisation; otherwise aggregate
             :math:`\sum_j e_{ji} x_j`. Default True.
         bias: learn an additive bias. Default True.
+        **kwargs: PyG's ``MessagePassing`` options: ``flow`` (honoured), ``aggr="add"``,
+            ``node_dim``, ``decomposed_layers=1`` (see :class:`~galfast.nn._pyg_compat.FusedLayer`).
 
     Shapes:
-        x ``[N, in_channels]``; ``edge_index_or_graph`` a ``[2, E]`` edge_index or a
-        :class:`~galfast.Graph`; ``edge_weight`` ``[E]`` (optional, differentiable) ->
-        ``[N, out_channels]``.
+        x ``[N, in_channels]`` (or ``[B, N, in_channels]``, or sparse); ``edge_index`` a
+        ``[2, E]`` edge_index, a sparse ``adj_t`` ``[N, N]`` or a :class:`~galfast.Graph`;
+        ``edge_weight`` ``[E]`` (optional, differentiable) -> ``[N, out_channels]``.
 
     Example:
         >>> conv = GCNConv(16, 32)
@@ -61,49 +71,82 @@ class GCNConv(torch.nn.Module):
         add_self_loops: Optional[bool] = None,
         normalize: bool = True,
         bias: bool = True,
+        **kwargs: Any,
     ) -> None:
-        super().__init__()
-        check_channels(in_channels, out_channels)
+        super().__init__(**kwargs)
+        check_channels(in_channels, out_channels, lazy=True)
         if add_self_loops is None:
             add_self_loops = normalize
         if add_self_loops and not normalize:
-            raise ValueError("GCNConv adds self loops only with normalize=True")
+            raise ValueError(
+                "GCNConv does not support adding self-loops to the graph when no "
+                "normalization is applied (add_self_loops=True needs normalize=True)"
+            )
         self.in_channels, self.out_channels = in_channels, out_channels
         self.improved, self.cached = improved, cached
         self.add_self_loops, self.normalize = add_self_loops, normalize
-        self.lin = torch.nn.Linear(in_channels, out_channels, bias=False)
+        self.lin = make_linear(in_channels, out_channels, bias=False)
         self.bias = Parameter(torch.empty(out_channels)) if bias else None
+        self._cached_edge_index: Optional[tuple[Graph, Optional[Tensor], Optional[str]]] = None
+        self._cached_adj_t: Optional[tuple[Graph, Optional[Tensor], Optional[str]]] = None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        torch.nn.init.xavier_uniform_(self.lin.weight)
+        if not isinstance(self.lin.weight, torch.nn.parameter.UninitializedParameter):
+            torch.nn.init.xavier_uniform_(self.lin.weight)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
+        self._cached_edge_index = self._cached_adj_t = None
 
     def forward(
         self,
         x: Tensor,
-        edge_index_or_graph: Union[Tensor, Graph],
+        edge_index: Union[Tensor, Graph, Any],
         edge_weight: Optional[Tensor] = None,
     ) -> Tensor:
-        check_features(x, self.in_channels, self.lin.weight)
-        graph, weight = graph_input(edge_index_or_graph, x.size(0), edge_weight)
+        x_in, _ = split_features(x, bipartite=False)
+        self._materialize((self.lin, x_in))
+        # A static batch [B, N, F] is checked as one of its feature sets.
+        check_features(x[0] if x.dim() == 3 else x, self.in_channels, self.lin.weight)
+        graph, weight, norm = self._normalised(edge_index, edge_weight, x)
+        # Both orders give the same result; aggregating the narrower side moves less data.
+        if self.out_channels <= self.lin.in_features or x.is_sparse:
+            out = aggregate_nodes(graph, linear(self.lin, x), weight, norm=norm)
+        else:
+            out = self.lin(aggregate_nodes(graph, x, weight, norm=norm))
+        return out if self.bias is None else out + self.bias
+
+    def _normalised(
+        self, edge_index, edge_weight, x
+    ) -> tuple[Graph, Optional[Tensor], Optional[str]]:
+        """(graph, weights, norm) to aggregate with; with ``cached``, those of the first call."""
+        sparse = is_adjacency(edge_index)
+        slot = "_cached_adj_t" if sparse else "_cached_edge_index"
+        if self.cached and getattr(self, slot) is not None:
+            return getattr(self, slot)
+        graph, weight, _, _ = layer_graph(edge_index, x.size(-2), None, edge_weight, flow=self.flow)
         norm = None
         if self.normalize:
-            graph, weight = gcn_norm(
-                graph,
-                weight,
-                improved=self.improved,
-                add_self_loops=self.add_self_loops,
-                dtype=x.dtype,
-            )
+            improved = self.improved and (weight is not None or sparse)
+            if sparse and self.add_self_loops:
+                fill = 2.0 if improved else 1.0
+                keep = isinstance(edge_index, Tensor)  # torch.sparse adds, torch_sparse replaces
+                graph, weight = sparse_self_loops(
+                    graph, weight, fill, keep_existing=keep, dtype=x.dtype
+                )
+                graph, weight = gcn_norm(graph, weight, add_self_loops=False, dtype=x.dtype)
+            else:
+                graph, weight = gcn_norm(
+                    graph,
+                    weight,
+                    improved=improved,
+                    add_self_loops=self.add_self_loops,
+                    dtype=x.dtype,
+                )
             norm = "gcn" if weight is None else None
-        # Both orders give the same result; aggregating the narrower side moves less data.
-        if self.out_channels <= self.in_channels:
-            out = aggregate(graph, self.lin(x), weight, norm=norm)
-        else:
-            out = self.lin(aggregate(graph, x, weight, norm=norm))
-        return out if self.bias is None else out + self.bias
+        if self.cached:
+            setattr(self, slot, (graph, weight, norm))
+        return graph, weight, norm
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}"

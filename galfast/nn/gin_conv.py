@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor
 
 from galfast.graph import Graph
-from galfast.nn._graph_input import graph_input, unweighted
-from galfast.ops import aggregate
+from galfast.nn._graph_input import layer_graph, unweighted
+from galfast.nn._layer_checks import node_counts, split_features
+from galfast.nn._node_features import aggregate_nodes
+from galfast.nn._pyg_compat import FusedLayer
 
 __all__ = ["GINConv"]
 
@@ -23,23 +25,29 @@ def _reset(module: torch.nn.Module) -> None:
             _reset(child)
 
 
-class GINConv(torch.nn.Module):
+class GINConv(FusedLayer):
     r"""The graph isomorphism operator of Xu et al., "How Powerful are Graph Neural Networks?"
     (ICLR 2019), equal to PyG's ``GINConv`` for the same weights.
 
     .. math::
         x'_i = h_\Theta\Big((1 + \epsilon)\, x_i + \sum_{j \in \mathcal N(i)} x_j\Big)
 
-    summing over the incoming edges (parallel edges counted, edge weights ignored as in PyG).
+    summing over the incoming edges (parallel edges counted; as in PyG, an ``edge_index``
+    carries no weights while a sparse ``adj_t``'s values weight the sum, and a Graph's stored
+    weights are ignored). Bipartite inputs ``x = (x_src, x_dst)`` sum source features into
+    destinations (``x_dst`` may be None: no root term).
 
     Args:
         nn: the network :math:`h_\Theta` applied to the aggregated features, e.g. an MLP.
         eps: initial :math:`\epsilon`. Default 0.
         train_eps: learn :math:`\epsilon` (a parameter) instead of fixing it (a buffer).
+        **kwargs: PyG's ``MessagePassing`` options (``flow`` is honoured).
 
     Shapes:
-        x ``[N, F_in]``; ``edge_index_or_graph`` a ``[2, E]`` edge_index or a
-        :class:`~galfast.Graph` -> ``[N, F_out]`` (what ``nn`` returns).
+        x ``[N, F_in]`` (or ``[B, N, F_in]``), or ``(x_src [N_src, F_in], x_dst [N_dst, F_in]
+        or None)``; ``edge_index`` a ``[2, E]`` edge_index, a sparse ``adj_t`` or a
+        :class:`~galfast.Graph`; ``size`` ``(N_src, N_dst)`` (optional) -> ``[N_dst, F_out]``
+        (what ``nn`` returns).
 
     Example:
         >>> conv = GINConv(torch.nn.Linear(16, 32), train_eps=True)
@@ -47,8 +55,10 @@ class GINConv(torch.nn.Module):
         torch.Size([3, 32])
     """
 
-    def __init__(self, nn: torch.nn.Module, eps: float = 0.0, train_eps: bool = False) -> None:
-        super().__init__()
+    def __init__(
+        self, nn: torch.nn.Module, eps: float = 0.0, train_eps: bool = False, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
         self.nn = nn
         self.initial_eps = eps
         if train_eps:
@@ -61,10 +71,24 @@ class GINConv(torch.nn.Module):
         _reset(self.nn)
         self.eps.data.fill_(self.initial_eps)
 
-    def forward(self, x: Tensor, edge_index_or_graph: Union[Tensor, Graph]) -> Tensor:
-        graph, _ = graph_input(edge_index_or_graph, x.size(0))
-        out = aggregate(unweighted(graph), x, reduce="sum")
-        return self.nn(out + (1 + self.eps) * x)
+    def forward(
+        self,
+        x: Union[Tensor, tuple[Tensor, Optional[Tensor]]],
+        edge_index: Union[Tensor, Graph, Any],
+        size: Optional[tuple[int, int]] = None,
+    ) -> Tensor:
+        x_src, x_dst = split_features(x, bipartite=True)
+        two_sets = isinstance(x, (tuple, list))
+        num_src, num_dst = node_counts(x_src, x_dst, size, two_sets)
+        graph, weight, _, sparse = layer_graph(
+            edge_index, num_dst, num_src if two_sets else None, flow=self.flow
+        )
+        if not sparse:
+            graph, weight = unweighted(graph), None
+        out = aggregate_nodes(graph, x_src, weight, reduce="sum")
+        if x_dst is not None:
+            out = out + (1 + self.eps) * x_dst
+        return self.nn(out)
 
-    def extra_repr(self) -> str:
-        return f"eps={self.initial_eps}"
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(nn={self.nn})"

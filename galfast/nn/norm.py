@@ -25,18 +25,22 @@ _CHEB_NORMALIZATIONS = (None, "sym", "rw")
 def _derive(graph: Graph, add_loops: bool) -> tuple[Graph, Tensor]:
     """The graph without self loops (plus one loop per node when `add_loops`) and, for each of
     its edges, the position in `graph` it comes from; an added loop comes from the node's last
-    existing loop (as PyG's ``add_remaining_self_loops`` keeps that weight) or from -1."""
+    existing loop (as PyG's ``add_remaining_self_loops`` keeps that weight) or from -1. In a
+    bipartite graph, node i's loop is the edge i -> i for i < min(num_src_nodes, num_nodes)
+    (as PyG's GATConv adds them)."""
     row, col, n = graph.row, graph.col, graph.num_nodes
     position = torch.arange(graph.num_edges, device=graph.device)
     is_loop = row == col
     rows, cols, source = row[~is_loop], col[~is_loop], position[~is_loop]
     if add_loops:
-        nodes = torch.arange(n, device=graph.device)
-        last_loop = torch.full((n,), -1, dtype=torch.long, device=graph.device)
+        looped = min(n, graph.num_src_nodes)
+        nodes = torch.arange(looped, device=graph.device)
+        last_loop = torch.full((looped,), -1, dtype=torch.long, device=graph.device)
         last_loop.scatter_reduce_(0, row[is_loop], position[is_loop], "amax")
         rows, cols = torch.cat([rows, nodes]), torch.cat([cols, nodes])
         source = torch.cat([source, last_loop])
-    derived, order = csr_from_coo(rows, cols, n)
+    bipartite = graph.num_src_nodes if graph.is_bipartite else None
+    derived, order = csr_from_coo(rows, cols, n, bipartite)
     return derived, source[order]
 
 
@@ -166,7 +170,8 @@ def cheb_norm(
     Self loops are dropped first; :math:`d_j = \sum_{j \to i} w_{ji}` (weighted out-degree, as
     PyG's ``get_laplacian``). Then :math:`L = D - A` (``None``),
     :math:`I - D^{-1/2} A D^{-1/2}` (``"sym"``) or :math:`I - D^{-1} A` (``"rw"``, scaled by the
-    source's degree), and :math:`\lambda_{max} = 2 \max_{ij} L_{ij}` unless given.
+    source's degree), and :math:`\lambda_{max} = 2 \max_{ij} L_{ij}` unless given: a value,
+    or one per node (a batch of graphs; each edge is scaled by its source's value).
 
     Returns:
         ``(graph, off_diagonal, diagonal)``: :math:`\tilde L x` is
@@ -176,9 +181,13 @@ def cheb_norm(
         raise ValueError(
             f"normalization must be one of {_CHEB_NORMALIZATIONS}, got {normalization!r}"
         )
-    if isinstance(lambda_max, Tensor) and lambda_max.numel() != 1:
-        raise ValueError("lambda_max must be a single value (batched graphs are not supported)")
     target, source = self_loops_removed(graph)
+    per_node = isinstance(lambda_max, Tensor) and lambda_max.numel() != 1
+    if per_node and lambda_max.shape != (graph.num_nodes,):
+        raise ValueError(
+            f"lambda_max must be a single value or one per node [{graph.num_nodes}] (the "
+            f"graph's value for each node of a batch), got shape {list(lambda_max.shape)}"
+        )
 
     def build() -> tuple[Tensor, Tensor]:
         weight = carry_weights(source, edge_weight, 1.0, dtype)
@@ -198,7 +207,9 @@ def cheb_norm(
             lam = 2.0 * entries.max()
         else:
             lam = entries.new_tensor(2.0)
-        off, diag = (2.0 * off) / lam, (2.0 * diag) / lam
+        # Per node (a batch of graphs): an edge takes its source's value, as PyG's ChebConv.
+        lam_off = lam[target.col] if per_node else lam
+        off, diag = (2.0 * off) / lam_off, (2.0 * diag) / lam
         off = off.masked_fill(off == float("inf"), 0.0)
         diag = diag.masked_fill(diag == float("inf"), 0.0) - 1.0
         return off, diag
@@ -207,3 +218,22 @@ def cheb_norm(
         key = ("nn", "cheb_norm", normalization, lambda_max, edge_weight is None, dtype)
         return (target, *graph.cached(key, build))
     return (target, *build())
+
+
+def sparse_self_loops(
+    graph: Graph, edge_weight: Optional[Tensor], fill: float, *, keep_existing: bool, dtype
+) -> tuple[Graph, Tensor]:
+    """GCN's self loops the way PyG adds them to a sparse adjacency: one loop per node
+    weighted ``fill`` plus, with ``keep_existing`` (torch.sparse: loops are appended and the
+    duplicates summed), the node's existing loop weights; without it (torch_sparse's
+    ``fill_diag``), existing loops are dropped. Returns the graph and its per-edge weights."""
+    target, source = self_loops_replaced(graph)
+    weight = carry_weights(source, edge_weight, fill, dtype)
+    loops = target.row == target.col
+    added = torch.full((graph.num_nodes,), fill, dtype=weight.dtype, device=weight.device)
+    if keep_existing:
+        existing = graph.row == graph.col
+        base = torch.ones(graph.num_edges, dtype=weight.dtype, device=weight.device)
+        values = base if edge_weight is None else edge_weight
+        added = added.index_add(0, graph.row[existing], values[existing])
+    return target, torch.where(loops, added[target.row], weight)

@@ -184,8 +184,11 @@ def _check_inputs(
         raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 2:
         raise ValueError(f"x must have shape [num_nodes, num_features], got {list(x.shape)}")
-    if x.size(0) != graph.num_nodes:
-        raise ValueError(f"x has {x.size(0)} rows but the graph has {graph.num_nodes} nodes")
+    if x.size(0) != graph.num_src_nodes:
+        nodes = "source nodes" if graph.is_bipartite else "nodes"
+        raise ValueError(f"x has {x.size(0)} rows but the graph has {graph.num_src_nodes} {nodes}")
+    if norm == "gcn" and graph.is_bipartite:
+        raise ValueError("norm='gcn' needs one node set; the graph is bipartite")
     if x.device != graph.device:
         raise ValueError(
             f"x is on {x.device} but the graph is on {graph.device}; use graph.to(x.device)"
@@ -233,16 +236,17 @@ def aggregate(
 
     Args:
         graph: the :class:`~galfast.Graph` (CSR by destination).
-        x: ``[num_nodes, F]`` node features: float32/float64 on CPU; also float16/bfloat16 on
-            CUDA (accumulated in float32).
+        x: ``[num_src_nodes, F]`` source node features: float32/float64 on CPU; also
+            float16/bfloat16 on CUDA (accumulated in float32).
         edge_weight: optional ``[num_edges]`` weights in the graph's CSR edge order; defaults to
             ``graph.edge_weight`` (None = all ones). Differentiable.
         reduce: ``"sum"``, ``"mean"`` or ``"max"``.
         norm: ``None`` or ``"gcn"``.
 
     Returns:
-        ``[num_nodes, F]`` tensor of x's dtype. Backward for x runs the same kernel on the cached
-        transpose (deterministic, no atomics); backward for edge_weight is an SDDMM.
+        ``[num_nodes, F]`` tensor of x's dtype (one row per destination). Backward for x runs
+        the same kernel on the cached transpose (deterministic, no atomics); backward for
+        edge_weight is an SDDMM.
 
     Example:
         >>> g = Graph.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]))

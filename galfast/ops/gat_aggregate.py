@@ -47,6 +47,7 @@ def launch_gat_forward(
     h: Tensor,
     alpha_src: Tensor,
     alpha_dst: Tensor,
+    alpha_edge: Optional[Tensor],
     negative_slope: float,
     dropout: float,
     seed: int,
@@ -56,16 +57,19 @@ def launch_gat_forward(
     p = _C.GatParams()
     p.rowptr, p.col, p.h = ptr(rowptr), ptr(col), ptr(h)
     p.alpha_src, p.alpha_dst, p.out, p.lse = ptr(alpha_src), ptr(alpha_dst), ptr(out), ptr(lse)
+    p.alpha_edge = ptr(alpha_edge)
     _sizes(p, rowptr, col, h, negative_slope, dropout, seed)
     run_kernel("gat_forward", p, h.device)
     return out, lse
 
 
 def _gat_backward_outputs(
-    h: Tensor, alpha_src: Tensor, alpha_dst: Tensor
-) -> tuple[Tensor, Tensor, Tensor]:
-    """(grad_h, grad_alpha_src, grad_alpha_dst), shaped as their inputs."""
-    return torch.empty_like(h), torch.empty_like(alpha_src), torch.empty_like(alpha_dst)
+    h: Tensor, alpha_src: Tensor, alpha_dst: Tensor, alpha_edge: Optional[Tensor]
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(grad_h, grad_alpha_src, grad_alpha_dst, grad_alpha_edge), shaped as their inputs
+    (grad_alpha_edge empty without alpha_edge: a custom op cannot return None)."""
+    grad_edge = h.new_empty(0) if alpha_edge is None else torch.empty_like(alpha_edge)
+    return torch.empty_like(h), torch.empty_like(alpha_src), torch.empty_like(alpha_dst), grad_edge
 
 
 def launch_gat_backward(
@@ -77,27 +81,33 @@ def launch_gat_backward(
     h: Tensor,
     alpha_src: Tensor,
     alpha_dst: Tensor,
+    alpha_edge: Optional[Tensor],
     out: Tensor,
     lse: Tensor,
     grad_out: Tensor,
     negative_slope: float,
     dropout: float,
     seed: int,
-) -> tuple[Tensor, Tensor, Tensor]:
-    """(grad_h, grad_alpha_src, grad_alpha_dst) of csrc/gat/gat.h."""
-    grad_h, grad_src, grad_dst = _gat_backward_outputs(h, alpha_src, alpha_dst)
+) -> tuple[Tensor, Tensor, Tensor, Tensor]:
+    """(grad_h, grad_alpha_src, grad_alpha_dst, grad_alpha_edge) of csrc/gat/gat.h."""
+    grad_h, grad_src, grad_dst, grad_edge = _gat_backward_outputs(
+        h, alpha_src, alpha_dst, alpha_edge
+    )
     delta = torch.empty_like(lse)
-    edge_grad = lse.new_empty(col.numel(), h.size(1))  # transient [E, H] workspace
+    edge_grad = lse.new_empty(col.numel(), h.size(1))  # [E, H] dz_e, the edge term's gradient
     p = _C.GatBackwardParams()
     p.rowptr, p.col, p.colptr = ptr(rowptr), ptr(col), ptr(colptr)
     p.csc_row, p.csc_edge_id = ptr(csc_row), ptr(csc_edge_id)
     p.h, p.alpha_src, p.alpha_dst = ptr(h), ptr(alpha_src), ptr(alpha_dst)
+    p.alpha_edge = ptr(alpha_edge)
     p.out, p.lse, p.grad_out = ptr(out), ptr(lse), ptr(grad_out)
     p.delta, p.edge_grad = ptr(delta), ptr(edge_grad)
     p.grad_h, p.grad_alpha_src, p.grad_alpha_dst = ptr(grad_h), ptr(grad_src), ptr(grad_dst)
     _sizes(p, rowptr, col, h, negative_slope, dropout, seed)
     run_kernel("gat_backward", p, h.device)
-    return grad_h, grad_src, grad_dst
+    if alpha_edge is not None:
+        grad_edge.copy_(edge_grad)  # dz_e is the edge term's gradient (cast to its dtype)
+    return grad_h, grad_src, grad_dst, grad_edge
 
 
 # The forward kernel's op is the differentiable op; its backward runs the backward kernel's op.
@@ -106,15 +116,27 @@ _gat_backward_op = kernel_op("gat_backward", launch_gat_backward, _gat_backward_
 
 
 def _setup_context(ctx, inputs, output):
-    *tensors, negative_slope, dropout, seed = inputs
+    *tensors, alpha_edge, negative_slope, dropout, seed = inputs
     ctx.attention = (negative_slope, dropout, seed)
-    ctx.save_for_backward(*tensors, *output)
+    ctx.has_edge_term = alpha_edge is not None
+    # save_for_backward takes no None: an absent edge term is saved as an empty tensor.
+    edge = alpha_edge if alpha_edge is not None else tensors[0].new_empty(0)
+    ctx.save_for_backward(*tensors, edge, *output)
 
 
 def _backward(ctx, grad_out, _grad_lse):
     backward = launch_gat_backward if getattr(ctx, "eager", False) else _gat_backward_op
-    grads = backward(*ctx.saved_tensors, grad_out.contiguous(), *ctx.attention)
-    return (None,) * 5 + grads + (None, None, None)
+    *tensors, alpha_edge, out, lse = ctx.saved_tensors
+    grad_h, grad_src, grad_dst, grad_edge = backward(
+        *tensors,
+        alpha_edge if ctx.has_edge_term else None,
+        out,
+        lse,
+        grad_out.contiguous(),
+        *ctx.attention,
+    )
+    grad_edge = grad_edge if ctx.has_edge_term else None
+    return (None,) * 5 + (grad_h, grad_src, grad_dst, grad_edge) + (None, None, None)
 
 
 _gat_forward_op.register_autograd(_backward, setup_context=_setup_context)
@@ -126,6 +148,7 @@ def _check_inputs(
     h: Tensor,
     alpha_src: Tensor,
     alpha_dst: Tensor,
+    alpha_edge: Optional[Tensor],
     negative_slope: float,
     dropout: float,
     seed: Optional[int],
@@ -138,18 +161,32 @@ def _check_inputs(
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if h.dim() != 3:
         raise ValueError(f"h must have shape [num_nodes, heads, features], got {list(h.shape)}")
-    n, heads = graph.num_nodes, h.size(1)
-    if h.size(0) != n:
-        raise ValueError(f"h has {h.size(0)} rows but the graph has {n} nodes")
-    for name, t in (("alpha_src", alpha_src), ("alpha_dst", alpha_dst)):
-        if t.shape != (n, heads):
+    n_src, n, heads = graph.num_src_nodes, graph.num_nodes, h.size(1)
+    if h.size(0) != n_src:
+        nodes = "source nodes" if graph.is_bipartite else "nodes"
+        raise ValueError(f"h has {h.size(0)} rows but the graph has {n_src} {nodes}")
+    for name, t, rows in (("alpha_src", alpha_src, n_src), ("alpha_dst", alpha_dst, n)):
+        if t.shape != (rows, heads):
             raise ValueError(
-                f"{name} must have shape [{n}, {heads}] (nodes, heads), got {list(t.shape)}"
+                f"{name} must have shape [{rows}, {heads}] (nodes, heads), got {list(t.shape)}"
             )
         if t.dtype != h.dtype:
             raise ValueError(f"{name} has dtype {t.dtype} but h has {h.dtype}")
         if t.device != h.device:
             raise ValueError(f"{name} is on {t.device} but h is on {h.device}")
+    if alpha_edge is not None:
+        if not isinstance(alpha_edge, Tensor):
+            raise ValueError(f"alpha_edge must be a torch.Tensor, got {type(alpha_edge).__name__}")
+        if alpha_edge.shape != (graph.num_edges, heads):
+            raise ValueError(
+                f"alpha_edge must have shape [{graph.num_edges}, {heads}] (edges in CSR order, "
+                f"heads), got {list(alpha_edge.shape)}"
+            )
+        if alpha_edge.dtype != h.dtype or alpha_edge.device != h.device:
+            raise ValueError(
+                f"alpha_edge is {alpha_edge.dtype} on {alpha_edge.device} but h is {h.dtype} "
+                f"on {h.device}"
+            )
     if h.device != graph.device:
         raise ValueError(
             f"h is on {h.device} but the graph is on {graph.device}; use graph.to(h.device)"
@@ -174,6 +211,7 @@ def gat_aggregate(
     h: Tensor,
     alpha_src: Tensor,
     alpha_dst: Tensor,
+    alpha_edge: Optional[Tensor] = None,
     *,
     negative_slope: float = 0.2,
     dropout: float = 0.0,
@@ -182,7 +220,8 @@ def gat_aggregate(
     r"""Fused multi-head graph attention over the incoming edges of every node (GAT).
 
     .. math::
-        z_{ij}^k = \mathrm{LeakyReLU}\big(\alpha^{src}_{jk} + \alpha^{dst}_{ik}\big), \qquad
+        z_{ij}^k = \mathrm{LeakyReLU}\big(\alpha^{src}_{jk} + \alpha^{dst}_{ik}
+                   + \alpha^{edge}_{ek}\big), \qquad
         p_{ij}^k = \frac{\exp z_{ij}^k}{\sum_{j' \to i} \exp z_{ij'}^k}, \qquad
         \mathrm{out}_{ik} = \sum_{j \to i} \mathrm{drop}(p_{ij}^k)\, h_{jk}
 
@@ -195,10 +234,12 @@ def gat_aggregate(
 
     Args:
         graph: the :class:`~galfast.Graph` (CSR by destination), self loops included as wanted.
-        h: ``[num_nodes, H, F]`` features per head (float32/float64; also float16/bfloat16 on
-            CUDA, accumulated in float32). Differentiable.
-        alpha_src: ``[num_nodes, H]`` source halves of the logits. Differentiable.
+        h: ``[num_src_nodes, H, F]`` source features per head (float32/float64; also
+            float16/bfloat16 on CUDA, accumulated in float32). Differentiable.
+        alpha_src: ``[num_src_nodes, H]`` source halves of the logits. Differentiable.
         alpha_dst: ``[num_nodes, H]`` destination halves of the logits. Differentiable.
+        alpha_edge: optional ``[num_edges, H]`` per-edge term of the logits in CSR edge order
+            (GATConv's edge features); None adds nothing. Differentiable.
         negative_slope: LeakyReLU slope.
         dropout: probability of zeroing each attention coefficient (survivors scaled by
             ``1 / (1 - dropout)``), as PyG's GATConv does in training; pass 0 in evaluation.
@@ -206,8 +247,8 @@ def gat_aggregate(
             default generator when None (so ``torch.manual_seed`` makes runs repeatable).
 
     Returns:
-        ``[num_nodes, H, F]``; concatenate heads with ``.flatten(1)`` or average with
-        ``.mean(1)``.
+        ``[num_nodes, H, F]`` (one row per destination); concatenate heads with
+        ``.flatten(1)`` or average with ``.mean(1)``.
 
     Example:
         >>> g = Graph.from_edge_index(torch.tensor([[0, 1, 1], [1, 0, 1]]))
@@ -215,7 +256,7 @@ def gat_aggregate(
         >>> gat_aggregate(g, h, torch.zeros(2, 1), torch.zeros(2, 1)).flatten()
         tensor([3., 2.])
     """
-    _check_inputs(graph, h, alpha_src, alpha_dst, negative_slope, dropout, seed)
+    _check_inputs(graph, h, alpha_src, alpha_dst, alpha_edge, negative_slope, dropout, seed)
     if seed is None:
         seed = int(torch.randint(0, 2**62, ())) if dropout > 0 else 0
     csc = graph.csc
@@ -229,6 +270,7 @@ def gat_aggregate(
         h.contiguous(),
         alpha_src.contiguous(),
         alpha_dst.contiguous(),
+        None if alpha_edge is None else alpha_edge.contiguous(),
         float(negative_slope),
         float(dropout),
         int(seed),
