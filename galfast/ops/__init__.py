@@ -2,6 +2,7 @@
 
 from galfast.ops.aggregate import aggregate
 from galfast.ops.gat_aggregate import gat_aggregate
+from galfast.ops.nnconv_aggregate import nnconv_aggregate
 from galfast.ops.sample_nhop import sample_nhop
 
-__all__ = ["aggregate", "gat_aggregate", "sample_nhop"]
+__all__ = ["aggregate", "gat_aggregate", "nnconv_aggregate", "sample_nhop"]
