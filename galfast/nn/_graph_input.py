@@ -21,7 +21,7 @@ from torch import Tensor
 
 from galfast.graph import Graph, _check_index, lexsort
 
-__all__ = ["csr_from_coo", "graph_input", "unweighted"]
+__all__ = ["csr_from_coo", "graph_and_order", "graph_input", "unweighted"]
 
 # id(edge_index) -> (weak reference, tensor version, copy, num_nodes, Graph, input order)
 _GRAPHS: dict[int, tuple[weakref.ref, int, Tensor, int, Graph, Tensor]] = {}
@@ -115,3 +115,23 @@ def unweighted(graph: Graph) -> Graph:
     return graph.cached(
         ("nn", "unweighted"), lambda: Graph(graph.rowptr, graph.col, graph.num_nodes)
     )
+
+
+def graph_and_order(
+    edge_index_or_graph: Union[Tensor, Graph], num_nodes: int
+) -> tuple[Graph, Optional[Tensor]]:
+    """Returns ``(graph, order)``: the Graph of a layer's input and, for an ``edge_index``, the
+    input column of each CSR edge (per-edge features follow with ``features[order]``); order
+    is None for a Graph, whose per-edge features are already in CSR order."""
+    if isinstance(edge_index_or_graph, Graph):
+        if edge_index_or_graph.num_nodes != num_nodes:
+            raise ValueError(
+                f"x has {num_nodes} rows but the graph has {edge_index_or_graph.num_nodes} nodes"
+            )
+        return edge_index_or_graph, None
+    if not isinstance(edge_index_or_graph, Tensor):
+        raise ValueError(
+            "expected an edge_index tensor [2, num_edges] or a galfast.Graph, got "
+            f"{type(edge_index_or_graph).__name__}"
+        )
+    return _edge_index_graph(edge_index_or_graph, num_nodes)

@@ -23,9 +23,9 @@ from galfast.ops._launch import kernel_op, ptr, run_kernel
 __all__ = ["nnconv_aggregate"]
 
 _REDUCES = ("sum", "mean")
-# Largest S block (rows x K x F_in elements) built at once: 8 MiB keeps it near the cache and
+# Largest S block (rows x K x F_in elements) built at once: 2 MiB keeps it in the cache and
 # the memory of the op at O(N * (F_in + F_out) + E * (K + F_in)) plus this.
-_BLOCK_BYTES = 8 * 2**20
+_BLOCK_BYTES = 2 * 2**20
 
 
 # ---------------------------------------------------------------- kernels (csrc/nnconv)
