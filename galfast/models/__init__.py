@@ -3,6 +3,8 @@
 from galfast.models.attacker import AttackerMLP
 from galfast.models.embedding_encoder import EmbeddingEncoder
 from galfast.models.link_decoder import DotProductLinkDecoder
+from galfast.models.mpnn import MPNN
 from galfast.models.rating_decoder import BilinearRatingDecoder
 
 __all__ = ["AttackerMLP", "BilinearRatingDecoder", "DotProductLinkDecoder", "EmbeddingEncoder"]
+__all__ += ["MPNN"]
