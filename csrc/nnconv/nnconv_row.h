@@ -1,6 +1,6 @@
 // Per-edge maths of the NNConv kernels that the CPU and CUDA backends share: the edge factor
-// and the partial sums of the backward. Each backend arranges the loops around them (the CPU
-// with the feature loop innermost, so it vectorises; CUDA with lanes striding the features).
+// and a strided partial dot product (the CPU kernels take whole rows with vector lanes; CUDA
+// lanes stride the features).
 #pragma once
 
 #include <cstdint>
@@ -16,9 +16,8 @@ GALFAST_HD Acc nnconv_row_factor(const void* row_scale, int64_t r) {
   return row_scale ? static_cast<const Acc*>(row_scale)[r] : Acc(1);
 }
 
-// sum of a[i] * b[i] for i = first, first + step, ... below n, in the accumulation type: the
-// grad_h sum over features (a = grad_S[v, k, :], b = x[u]), whole on the CPU (step 1) and
-// one lane's share on CUDA.
+// sum of a[i] * b[i] for i = first, first + step, ... below n, in the accumulation type: one
+// lane's share of the grad_h sum over features (a = grad_S[v, k, :], b = x[u]).
 template <typename Acc, typename T, typename U>
 GALFAST_HD Acc strided_dot(const T* a, const U* b, int64_t n, int64_t first, int64_t step) {
   Acc sum = Acc(0);
