@@ -23,9 +23,9 @@ from galfast.ops._launch import kernel_op, ptr, run_kernel
 __all__ = ["nnconv_aggregate"]
 
 _REDUCES = ("sum", "mean")
-# Largest S block (rows x K x F_in elements) built at once: 2 MiB keeps it in the cache and
+# Largest S block (rows x K x F_in elements) built at once: 1 MiB keeps it in the cache and
 # the memory of the op at O(N * (F_in + F_out) + E * (K + F_in)) plus this.
-_BLOCK_BYTES = 2 * 2**20
+_BLOCK_BYTES = 1 * 2**20
 
 
 # ---------------------------------------------------------------- kernels (csrc/nnconv)
@@ -40,6 +40,12 @@ def launch_nnconv_forward(
 ) -> tuple[Tensor, Tensor]:
     """(S, A) of the rows of a CSR whose rowptr starts at 0 (csrc/nnconv/nnconv.h)."""
     s, a = _nnconv_forward_outputs(rowptr, x, h)
+    _run_forward(rowptr, col, x, h, row_scale, s, a)
+    return s, a
+
+
+def _run_forward(rowptr, col, x, h, row_scale, s: Tensor, a: Tensor) -> None:
+    """Fills the contiguous buffers s [rows, K, F_in] and a [rows, F_in]."""
     p = _C.NnconvParams()
     p.rowptr, p.col, p.row_scale = ptr(rowptr), ptr(col), ptr(row_scale)
     p.x, p.h, p.s, p.a = ptr(x), ptr(h), ptr(s), ptr(a)
@@ -47,7 +53,6 @@ def launch_nnconv_forward(
     p.hidden, p.features = h.size(1), x.size(1)
     p.dtype = kernel_dtype(x.dtype)
     run_kernel("nnconv_forward", p, x.device)
-    return s, a
 
 
 def launch_nnconv_edge_grad(
@@ -102,6 +107,13 @@ def _block(rowptr: Tensor, col: Tensor, h: Tensor, row_scale, r0, r1, e0, e1):
     return rowptr[r0 : r1 + 1] - e0, col[e0:e1], h[e0:e1], scale
 
 
+def _block_buffer(blocks: list[tuple], x: Tensor, width: int) -> Tensor:
+    """[largest block's rows, width] in x's dtype, reused by every block (a fresh allocation
+    per block costs page faults)."""
+    rows = max((r1 - r0 for r0, r1, _, _ in blocks), default=0)
+    return x.new_empty(rows, width)
+
+
 def _weight_by_s(weight: Tensor, in_features: int, hidden: int) -> Tensor:
     """The last edge layer's weight [F_in * F_out, K] as the matrix that S's flattened
     [K * F_in] rows multiply: W3[k * F_in + i, o] = weight[i * F_out + o, k]."""
@@ -133,10 +145,12 @@ def _nnconv_forward(
     out, a = _nnconv_outputs(rowptr, x, weight)
     hidden, in_features = h.size(1), x.size(1)
     w3 = _weight_by_s(weight, in_features, hidden)
-    for r0, r1, e0, e1 in _row_blocks(rowptr, hidden, in_features, x.element_size()):
+    blocks = _row_blocks(rowptr, hidden, in_features, x.element_size())
+    s = _block_buffer(blocks, x, hidden * in_features)  # one buffer for every block
+    for r0, r1, e0, e1 in blocks:
         b_rowptr, b_col, b_h, b_scale = _block(rowptr, col, h, row_scale, r0, r1, e0, e1)
-        s, a[r0:r1] = launch_nnconv_forward(b_rowptr, b_col, x, b_h, b_scale)
-        torch.matmul(s.view(r1 - r0, -1), w3, out=out[r0:r1])
+        _run_forward(b_rowptr, b_col, x, b_h, b_scale, s[: r1 - r0], a[r0:r1])
+        torch.matmul(s[: r1 - r0], w3, out=out[r0:r1])
     if bias is not None:
         out.addmm_(a, bias.view(in_features, -1))
     return out, a
@@ -164,8 +178,9 @@ def _nnconv_backward(
     grad_out: Tensor,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """Gradients to x, h, weight and bias. Per block: S again, grad_W3 += S^T grad_out,
-    grad_S = grad_out W3^T, then the edge kernel; grad_x at the end over the CSC."""
-    grad_x, grad_h, grad_weight, grad_bias = _nnconv_backward_outputs(x, h, weight, bias)
+    grad_S = grad_out W3^T, then the edge kernel; grad_x at the end over the CSC. Buffers are
+    allocated when first needed and dropped when done, which keeps the peak low."""
+    _, grad_h, _, grad_bias = _nnconv_backward_outputs(x.new_empty(0), h, weight.new_empty(0), bias)
     hidden, in_features = h.size(1), x.size(1)
     out_features = weight.size(0) // in_features
     w3 = _weight_by_s(weight, in_features, hidden)
@@ -175,26 +190,33 @@ def _nnconv_backward(
         grad_a = grad_out @ bias.view(in_features, out_features).t()
         torch.matmul(a.t(), grad_out, out=grad_bias.view(in_features, out_features))
     edge_grad_x = x.new_empty(col.numel(), in_features)
-    for r0, r1, e0, e1 in _row_blocks(rowptr, hidden, in_features, x.element_size()):
+    blocks = _row_blocks(rowptr, hidden, in_features, x.element_size())
+    s = _block_buffer(blocks, x, hidden * in_features)  # S, then grad_S, of each block
+    a_block = x.new_empty(s.size(0), in_features)  # A again, unused
+    for r0, r1, e0, e1 in blocks:
         b_rowptr, b_col, b_h, b_scale = _block(rowptr, col, h, row_scale, r0, r1, e0, e1)
-        s, _ = launch_nnconv_forward(b_rowptr, b_col, x, b_h, b_scale)
+        rows = r1 - r0
+        _run_forward(b_rowptr, b_col, x, b_h, b_scale, s[:rows], a_block[:rows])
         g = grad_out[r0:r1]
-        grad_w3.addmm_(s.view(r1 - r0, -1).t(), g)
-        grad_s = (g @ w3.t()).contiguous()
+        grad_w3.addmm_(s[:rows].t(), g)
+        torch.matmul(g, w3.t(), out=s[:rows])  # S is spent: its buffer takes grad_S
         launch_nnconv_edge_grad(
             b_rowptr,
             b_col,
             x,
             b_h,
             b_scale,
-            grad_s,
+            s[:rows],
             None if grad_a is None else grad_a[r0:r1],
             grad_h[e0:e1],
             edge_grad_x[e0:e1],
         )
-    grad_x.copy_(launch_nnconv_grad_x(colptr, csc_edge_id, edge_grad_x))
-    grad_weight.copy_(
-        grad_w3.view(hidden, in_features, out_features).permute(1, 2, 0).reshape(-1, hidden)
+    del s, a_block, w3
+    grad_x = launch_nnconv_grad_x(colptr, csc_edge_id, edge_grad_x)
+    del edge_grad_x
+    grad_weight = torch.empty_like(weight)
+    grad_weight.view(in_features, out_features, hidden).copy_(
+        grad_w3.view(hidden, in_features, out_features).permute(1, 2, 0)
     )
     return grad_x, grad_h, grad_weight, grad_bias
 
