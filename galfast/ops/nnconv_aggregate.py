@@ -29,23 +29,18 @@ _BLOCK_BYTES = 1 * 2**20
 
 
 # ---------------------------------------------------------------- kernels (csrc/nnconv)
-def _nnconv_forward_outputs(rowptr: Tensor, x: Tensor, h: Tensor) -> tuple[Tensor, Tensor]:
-    """(S [rows, K, F_in], A [rows, F_in])."""
-    rows = rowptr.size(0) - 1
-    return x.new_empty(rows, h.size(1), x.size(1)), x.new_empty(rows, x.size(1))
-
-
 def launch_nnconv_forward(
-    rowptr: Tensor, col: Tensor, x: Tensor, h: Tensor, row_scale: Optional[Tensor]
-) -> tuple[Tensor, Tensor]:
-    """(S, A) of the rows of a CSR whose rowptr starts at 0 (csrc/nnconv/nnconv.h)."""
-    s, a = _nnconv_forward_outputs(rowptr, x, h)
-    _run_forward(rowptr, col, x, h, row_scale, s, a)
-    return s, a
-
-
-def _run_forward(rowptr, col, x, h, row_scale, s: Tensor, a: Tensor) -> None:
-    """Fills the contiguous buffers s [rows, K, F_in] and a [rows, F_in]."""
+    rowptr: Tensor,
+    col: Tensor,
+    x: Tensor,
+    h: Tensor,
+    row_scale: Optional[Tensor],
+    s: Tensor,
+    a: Tensor,
+) -> None:
+    """Fills S (s, contiguous [rows, K * F_in]) and A (a, [rows, F_in]) of the rows of a CSR
+    whose rowptr starts at 0 (csrc/nnconv/nnconv.h). The caller owns the buffers: the op
+    reuses one for every block of rows."""
     p = _C.NnconvParams()
     p.rowptr, p.col, p.row_scale = ptr(rowptr), ptr(col), ptr(row_scale)
     p.x, p.h, p.s, p.a = ptr(x), ptr(h), ptr(s), ptr(a)
@@ -149,7 +144,7 @@ def _nnconv_forward(
     s = _block_buffer(blocks, x, hidden * in_features)  # one buffer for every block
     for r0, r1, e0, e1 in blocks:
         b_rowptr, b_col, b_h, b_scale = _block(rowptr, col, h, row_scale, r0, r1, e0, e1)
-        _run_forward(b_rowptr, b_col, x, b_h, b_scale, s[: r1 - r0], a[r0:r1])
+        launch_nnconv_forward(b_rowptr, b_col, x, b_h, b_scale, s[: r1 - r0], a[r0:r1])
         torch.matmul(s[: r1 - r0], w3, out=out[r0:r1])
     if bias is not None:
         out.addmm_(a, bias.view(in_features, -1))
@@ -180,7 +175,8 @@ def _nnconv_backward(
     """Gradients to x, h, weight and bias. Per block: S again, grad_W3 += S^T grad_out,
     grad_S = grad_out W3^T, then the edge kernel; grad_x at the end over the CSC. Buffers are
     allocated when first needed and dropped when done, which keeps the peak low."""
-    _, grad_h, _, grad_bias = _nnconv_backward_outputs(x.new_empty(0), h, weight.new_empty(0), bias)
+    grad_h = torch.empty_like(h)
+    grad_bias = torch.empty_like(bias) if bias is not None else weight.new_empty(0)
     hidden, in_features = h.size(1), x.size(1)
     out_features = weight.size(0) // in_features
     w3 = _weight_by_s(weight, in_features, hidden)
@@ -196,7 +192,7 @@ def _nnconv_backward(
     for r0, r1, e0, e1 in blocks:
         b_rowptr, b_col, b_h, b_scale = _block(rowptr, col, h, row_scale, r0, r1, e0, e1)
         rows = r1 - r0
-        _run_forward(b_rowptr, b_col, x, b_h, b_scale, s[:rows], a_block[:rows])
+        launch_nnconv_forward(b_rowptr, b_col, x, b_h, b_scale, s[:rows], a_block[:rows])
         g = grad_out[r0:r1]
         grad_w3.addmm_(s[:rows].t(), g)
         torch.matmul(g, w3.t(), out=s[:rows])  # S is spent: its buffer takes grad_S
