@@ -67,3 +67,15 @@ def test_bad_edge_attr_raises():
     model = MPNN(in_channels=3, dim=4)
     with pytest.raises(ValueError, match="one row per edge"):
         model(torch.randn(n, 3), edge_index, edge_attr[:-1], batch)
+
+
+def test_graph_input_equals_edge_index_input():
+    from galfast.nn._graph_input import csr_from_coo
+
+    edge_index, n, batch, edge_attr = molecule_batch(4, seed=5)
+    model = MPNN(in_channels=3, dim=6).double()
+    x, edge_attr = torch.randn(n, 3, dtype=torch.float64), edge_attr.double()
+    graph, order = csr_from_coo(edge_index[1], edge_index[0], n)
+    torch.testing.assert_close(
+        model(x, graph, edge_attr[order], batch), model(x, edge_index, edge_attr, batch)
+    )
