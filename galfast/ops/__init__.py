@@ -5,4 +5,5 @@ from galfast.ops.gat_aggregate import gat_aggregate
 from galfast.ops.nnconv_aggregate import nnconv_aggregate
 from galfast.ops.sample_nhop import sample_nhop
 
-__all__ = ["aggregate", "gat_aggregate", "nnconv_aggregate", "sample_nhop"]
+__all__ = ["aggregate", "gat_aggregate", "sample_nhop"]
+__all__ += ["nnconv_aggregate"]
