@@ -68,4 +68,5 @@ PYBIND11_MODULE(_C, m) {
   bind_sample_nhop(m);
   bind_gat(m);
   bind_sample_neighbors(m);
+  bind_nnconv(m);
 }

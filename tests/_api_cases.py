@@ -10,7 +10,7 @@ import torch
 
 from galfast import Graph
 from galfast.nn import GATConv, GCNConv
-from galfast.ops import aggregate, gat_aggregate, sample_nhop
+from galfast.ops import aggregate, gat_aggregate, nnconv_aggregate, sample_nhop
 
 DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32, "bool": torch.bool}
 
@@ -85,6 +85,14 @@ def _call(case, graph):
             seed=args["seed"],
             negative_slope=args["slope"],
         )
+        out.sum().backward()
+    elif op == "nnconv":
+        f_in, hidden = args["features"], args["hidden"]
+        x = torch.randn(n, f_in, requires_grad=True)
+        h = torch.randn(graph.num_edges + args["extra_rows"], hidden, requires_grad=True)
+        w = torch.randn(f_in * args["out"] + args["extra_rows"], hidden, requires_grad=True)
+        b = torch.randn(w.size(0), requires_grad=True) if args["bias"] else None
+        out = nnconv_aggregate(graph, x, h, w, b, reduce=args["reduce"])
         out.sum().backward()
     elif op == "walk":
         sample_nhop(

@@ -98,6 +98,21 @@ op_args = st.one_of(
     ),
     st.fixed_dictionaries(
         {
+            "op": st.just("nnconv"),
+            "args": st.fixed_dictionaries(
+                {
+                    "features": st.integers(0, 3),
+                    "hidden": st.integers(0, 3),
+                    "out": st.integers(1, 3),
+                    "extra_rows": st.sampled_from([0, 0, 0, 1]),
+                    "bias": st.booleans(),
+                    "reduce": st.sampled_from(["sum", "mean", "max", None]),
+                }
+            ),
+        }
+    ),
+    st.fixed_dictionaries(
+        {
             "op": st.just("walk"),
             "args": st.fixed_dictionaries(
                 {

@@ -14,6 +14,7 @@ from galfast.models.link_ranking import (
     evaluate_link_prediction,
     filtered_ranks,
 )
+from galfast.models.mpnn import MPNN
 from galfast.models.one_to_n_loss import one_to_n_loss, smooth_labels
 from galfast.models.rating_decoder import BilinearRatingDecoder
 
@@ -32,3 +33,4 @@ __all__ += [
     "smooth_labels",
     "with_inverses",
 ]
+__all__ += ["MPNN"]

@@ -12,7 +12,9 @@ from galfast.nn.gat_conv import GATConv
 from galfast.nn.gcn_conv import GCNConv
 from galfast.nn.gin_conv import GINConv
 from galfast.nn.grad_reverse import GradReverse, grad_reverse
+from galfast.nn.nn_conv import NNConv
 from galfast.nn.sage_conv import SAGEConv
+from galfast.nn.set2set import Set2Set
 
 __all__ = [
     "ChebConv",
@@ -21,6 +23,8 @@ __all__ = [
     "GCNConv",
     "GINConv",
     "GradReverse",
+    "NNConv",
     "SAGEConv",
+    "Set2Set",
     "grad_reverse",
 ]

@@ -31,7 +31,15 @@ from torch import Tensor
 
 from galfast.graph import Graph, _check_index, _count, _index_tensor, lexsort
 
-__all__ = ["LayerGraph", "csr_from_coo", "graph_input", "is_adjacency", "layer_graph", "unweighted"]
+__all__ = [
+    "LayerGraph",
+    "csr_from_coo",
+    "graph_and_order",
+    "graph_input",
+    "is_adjacency",
+    "layer_graph",
+    "unweighted",
+]
 
 FLOWS = ("source_to_target", "target_to_source")
 
@@ -291,3 +299,23 @@ def unweighted(graph: Graph) -> Graph:
         ("nn", "unweighted"),
         lambda: Graph(graph.rowptr, graph.col, graph.num_nodes, num_src_nodes=graph.num_src_nodes),
     )
+
+
+def graph_and_order(
+    edge_index_or_graph: Union[Tensor, Graph], num_nodes: int
+) -> tuple[Graph, Optional[Tensor]]:
+    """Returns ``(graph, order)``: the Graph of a layer's input and, for an ``edge_index``, the
+    input column of each CSR edge (per-edge features follow with ``features[order]``); order
+    is None for a Graph, whose per-edge features are already in CSR order."""
+    if isinstance(edge_index_or_graph, Graph):
+        if edge_index_or_graph.num_nodes != num_nodes:
+            raise ValueError(
+                f"x has {num_nodes} rows but the graph has {edge_index_or_graph.num_nodes} nodes"
+            )
+        return edge_index_or_graph, None
+    if not isinstance(edge_index_or_graph, Tensor):
+        raise ValueError(
+            "expected an edge_index tensor [2, num_edges] or a galfast.Graph, got "
+            f"{type(edge_index_or_graph).__name__}"
+        )
+    return _edge_index_graph(edge_index_or_graph, num_nodes, None, "source_to_target")

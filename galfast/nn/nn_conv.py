@@ -1,0 +1,170 @@
+"""NNConv: the edge-conditioned convolution of Gilmer et al. on galfast's fused kernel."""
+
+from __future__ import annotations
+
+import math
+from typing import Optional, Union
+
+import torch
+from torch import Tensor
+from torch.nn import Parameter
+from torch.utils.checkpoint import checkpoint
+
+from galfast.graph import Graph
+from galfast.nn._graph_input import graph_and_order
+from galfast.nn._layer_checks import check_channels, check_features
+from galfast.ops import nnconv_aggregate
+
+__all__ = ["NNConv"]
+
+_AGGRS = ("add", "mean", "max")
+# The materialising path builds at most this many bytes of per-edge matrices at once (and
+# rebuilds them in the backward), so its memory stays bounded on any graph.
+_FALLBACK_CHUNK_BYTES = 32 * 2**20
+
+
+def _reset(module: torch.nn.Module) -> None:
+    """Resets a module, or else each of its children (as PyG's ``inits.reset``)."""
+    if hasattr(module, "reset_parameters"):
+        module.reset_parameters()
+    else:
+        for child in module.children():
+            _reset(child)
+
+
+def split_last_linear(
+    nn: torch.nn.Module,
+) -> Optional[tuple[list[torch.nn.Module], torch.nn.Linear]]:
+    """``(prefix, last)`` when `nn` is a ``Linear`` (empty prefix) or a ``Sequential`` whose
+    last module is one; None otherwise (the fused kernel then does not apply)."""
+    if isinstance(nn, torch.nn.Linear):
+        return [], nn
+    if isinstance(nn, torch.nn.Sequential) and len(nn) and isinstance(nn[-1], torch.nn.Linear):
+        return list(nn)[:-1], nn[-1]
+    return None
+
+
+class NNConv(torch.nn.Module):
+    r"""The edge-conditioned convolution of Gilmer et al., "Neural Message Passing for Quantum
+    Chemistry" (ICML 2017), equal to PyG's ``NNConv`` for the same weights (its state dict
+    loads into PyG's and back).
+
+    .. math::
+        x'_i = \Theta x_i + \mathop{\mathrm{aggr}}_{j \to i} x_j\, h_\Theta(e_{ji}) + b
+
+    with :math:`h_\Theta(e_{ji})` reshaped to ``[in_channels, out_channels]``. When ``nn`` is a
+    ``torch.nn.Linear`` or a ``torch.nn.Sequential`` ending in one and ``aggr`` is ``"add"``
+    or ``"mean"``, the message is bilinear in (last hidden edge features, :math:`x_j`) and
+    :func:`galfast.ops.nnconv_aggregate` sums it per node before applying the last layer: no
+    ``[E, in, out]`` tensor is built. Otherwise (another ``nn``, or ``aggr="max"``) the
+    per-edge matrices are built in chunks of edges, recomputed in the backward, so memory
+    stays bounded.
+
+    Args:
+        in_channels: input features per node.
+        out_channels: output features per node.
+        nn: maps ``edge_attr`` ``[E, D]`` to ``[E, in_channels * out_channels]``.
+        aggr: ``"add"``, ``"mean"`` or ``"max"`` (nodes without incoming edges give 0).
+        root_weight: add :math:`\Theta x_i`. Default True.
+        bias: learn an additive bias. Default True.
+
+    Shapes:
+        x ``[N, in_channels]``; ``edge_index_or_graph`` a ``[2, E]`` edge_index or a
+        :class:`~galfast.Graph`; ``edge_attr`` ``[E, D]`` following the edge_index columns (or
+        the Graph's CSR edge order) -> ``[N, out_channels]``.
+
+    Example:
+        >>> edge_nn = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(),
+        ...                               torch.nn.Linear(8, 4 * 3))
+        >>> conv = NNConv(4, 3, edge_nn, aggr="mean")
+        >>> conv(torch.randn(3, 4), torch.tensor([[0, 1], [1, 2]]), torch.randn(2, 5)).shape
+        torch.Size([3, 3])
+    """
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        nn: torch.nn.Module,
+        aggr: str = "add",
+        root_weight: bool = True,
+        bias: bool = True,
+    ) -> None:
+        super().__init__()
+        check_channels(in_channels, out_channels)
+        if aggr not in _AGGRS:
+            raise ValueError(f"aggr must be one of {_AGGRS}, got {aggr!r}")
+        if not isinstance(nn, torch.nn.Module):
+            raise ValueError(f"nn must be a torch.nn.Module, got {type(nn).__name__}")
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.nn, self.aggr, self.root_weight = nn, aggr, root_weight
+        if root_weight:
+            self.lin = torch.nn.Linear(in_channels, out_channels, bias=False)
+        self.bias = Parameter(torch.empty(out_channels)) if bias else None
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _reset(self.nn)
+        if self.root_weight:  # PyG's 'uniform' initialiser of its Linear
+            bound = 1.0 / math.sqrt(self.in_channels) if self.in_channels else 0.0
+            torch.nn.init.uniform_(self.lin.weight, -bound, bound)
+        if self.bias is not None:
+            torch.nn.init.zeros_(self.bias)
+
+    def forward(
+        self, x: Tensor, edge_index_or_graph: Union[Tensor, Graph], edge_attr: Tensor
+    ) -> Tensor:
+        reference = self.lin.weight if self.root_weight else x
+        check_features(x, self.in_channels, reference)
+        graph, order = graph_and_order(edge_index_or_graph, x.size(0))
+        if not isinstance(edge_attr, Tensor) or edge_attr.size(0) != graph.num_edges:
+            shape = list(edge_attr.shape) if isinstance(edge_attr, Tensor) else edge_attr
+            raise ValueError(
+                f"edge_attr must be a tensor with one row per edge ({graph.num_edges}), got {shape}"
+            )
+        if order is not None:
+            edge_attr = edge_attr[order]
+        split = split_last_linear(self.nn)
+        if split is not None and self.aggr != "max" and self.in_channels > 0:
+            prefix, last = split
+            hidden = edge_attr
+            for module in prefix:
+                hidden = module(hidden)
+            reduce = "sum" if self.aggr == "add" else "mean"
+            out = nnconv_aggregate(graph, x, hidden, last.weight, last.bias, reduce=reduce)
+        else:
+            out = self._materialised(graph, x, edge_attr)
+        if self.root_weight:
+            out = out + self.lin(x)
+        return out if self.bias is None else out + self.bias
+
+    def _messages(self, edge_attr: Tensor, x_src: Tensor) -> Tensor:
+        theta = self.nn(edge_attr).view(-1, self.in_channels, self.out_channels)
+        return torch.bmm(x_src.unsqueeze(1), theta).squeeze(1)
+
+    def _materialised(self, graph: Graph, x: Tensor, edge_attr: Tensor) -> Tensor:
+        """PyG's computation with the per-edge matrices built a chunk of edges at a time."""
+        per_edge = max(1, self.in_channels * self.out_channels * x.element_size())
+        step = max(1, _FALLBACK_CHUNK_BYTES // per_edge)
+        x_src = x[graph.col]
+        chunks = [
+            checkpoint(
+                self._messages,
+                edge_attr[e0 : e0 + step],
+                x_src[e0 : e0 + step],
+                use_reentrant=False,
+            )
+            for e0 in range(0, graph.num_edges, step)
+        ]
+        messages = torch.cat(chunks) if chunks else x.new_zeros(0, self.out_channels)
+        out = x.new_zeros(graph.num_nodes, self.out_channels)
+        index = graph.row.unsqueeze(1).expand_as(messages)
+        if self.aggr == "max":
+            return out.scatter_reduce(0, index, messages, "amax", include_self=False)
+        out = out.index_add(0, graph.row, messages)
+        if self.aggr == "mean":
+            out = out / graph.in_degree.clamp(min=1).to(out.dtype).unsqueeze(1)
+        return out
+
+    def extra_repr(self) -> str:
+        return f"{self.in_channels}, {self.out_channels}, aggr={self.aggr!r}"
