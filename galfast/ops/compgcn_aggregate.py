@@ -342,7 +342,8 @@ def compgcn_aggregate(
         Both are deterministic (no atomics) and independent of the thread count.
 
     Example:
-        >>> g = Graph.from_edge_index(torch.tensor([[0, 1], [1, 1]]), edge_type=torch.tensor([0, 1]))
+        >>> edge_index, edge_type = torch.tensor([[0, 1], [1, 1]]), torch.tensor([0, 1])
+        >>> g = Graph.from_edge_index(edge_index, edge_type=edge_type)
         >>> compgcn_aggregate(g, torch.tensor([[1.0], [2.0]]), torch.tensor([[0.5], [1.0]]))
         tensor([[0.0000],
                 [1.5000]])
@@ -359,9 +360,7 @@ def compgcn_aggregate(
     if op_code == _CORR and num_features == 0:
         return x[:, :0].clone()  # nothing to transform
     if op_code == _CORR:
-        # Interleaved (re, im) spectra: one rFFT per node and per relation.
-        x = torch.view_as_real(torch.fft.rfft(x, dim=1)).flatten(1)
-        rel = torch.view_as_real(torch.fft.rfft(rel, dim=1)).flatten(1)
+        x, rel = _spectra(x), _spectra(rel)
     csc = graph.csc
     op = _compgcn_op if tracing() else _CompgcnEager.apply
     out = op(
@@ -380,7 +379,27 @@ def compgcn_aggregate(
         scale,
         op_code,
     )
-    if op_code == _CORR:
-        spectrum = torch.view_as_complex(out.view(out.size(0), -1, 2))
-        out = torch.fft.irfft(spectrum, n=num_features, dim=1)
-    return out
+    return _from_spectra(out, num_features) if op_code == _CORR else out
+
+
+def _nonempty(t: Tensor, transform, *args) -> Tensor:
+    """transform(t, *args) along dim 1, also for a t without rows (which MKL's FFT refuses: one
+    zero row is transformed and dropped)."""
+    if t.size(0) > 0:
+        return transform(t, *args)
+    return transform(torch.cat([t, t.new_zeros(1, t.size(1))]), *args)[:0]
+
+
+def _spectra(t: Tensor) -> Tensor:
+    """[rows, F] -> [rows, 2 (F // 2 + 1)]: each row's rFFT as interleaved (re, im) pairs."""
+    return _nonempty(t, lambda t: torch.view_as_real(torch.fft.rfft(t, dim=1)).flatten(1))
+
+
+def _from_spectra(pairs: Tensor, num_features: int) -> Tensor:
+    """The inverse of :func:`_spectra`: one inverse rFFT per row."""
+
+    def inverse(t: Tensor) -> Tensor:
+        spectrum = torch.view_as_complex(t.view(t.size(0), -1, 2))
+        return torch.fft.irfft(spectrum, n=num_features, dim=1)
+
+    return _nonempty(pairs, inverse)
