@@ -51,3 +51,38 @@ def compgcn_aggregate_ref(
         w = w * gcn_edge_norm_ref(src, dst, num_nodes, x.dtype)
     msgs = compose_ref(x[src], rel[edge_type], composition) * w.unsqueeze(1)
     return x.new_zeros(num_nodes, x.size(1)).index_add(0, dst, msgs)
+
+
+def compgcn_conv_ref(layer, x: Tensor, edge_index: Tensor, edge_type: Tensor, rel: Tensor):
+    """CompGCN's layer as its authors wrote it, on `layer`'s parameters: inverse triples
+    appended as in their data loader, per-edge messages phi(x_j, z_r) W per direction (x_j read
+    at edge_index[1], summed at edge_index[0]), then dropout, mean of three, bias, BN, act.
+    Uses `layer.drop` and `layer.bn` (so dropout draws the same masks under the same seed)."""
+    num_nodes, R = x.size(0), layer.num_relations
+    index = torch.cat([edge_index, edge_index.flip(0)], 1)
+    types = torch.cat([edge_type, edge_type + R])
+    rel_all = torch.cat([rel, layer.loop_rel])
+    half = edge_index.size(1)
+    loops = torch.arange(num_nodes).repeat(2, 1)
+
+    def propagate(index, types, weight, norm):
+        msgs = compose_ref(x[index[1]], rel_all[types], layer.composition) @ weight
+        if norm is not None:
+            msgs = msgs * norm.view(-1, 1)
+        return x.new_zeros(num_nodes, weight.size(1)).index_add(0, index[0], msgs)
+
+    def norm(index):
+        return gcn_edge_norm_ref(index[1], index[0], num_nodes, x.dtype)
+
+    in_index, out_index = index[:, :half], index[:, half:]
+    in_res = propagate(in_index, types[:half], layer.w_in, norm(in_index))
+    loop_res = propagate(loops, torch.full((num_nodes,), 2 * R), layer.w_loop, None)
+    out_res = propagate(out_index, types[half:], layer.w_out, norm(out_index))
+    out = layer.drop(in_res) * (1 / 3) + layer.drop(out_res) * (1 / 3) + loop_res * (1 / 3)
+    if layer.bias is not None:
+        out = out + layer.bias
+    if layer.bn is not None:
+        out = layer.bn(out)
+    if layer.act is not None:
+        out = layer.act(out)
+    return out, (rel_all @ layer.w_rel)[:-1]
