@@ -126,10 +126,11 @@ def test_gradcheck_x_and_rel(composition, norm):
 def test_relation_order_chunks_each_relation():
     types = torch.tensor([2] * (2 * REL_CHUNK + 5) + [0] * 3)
     g = typed_graph(torch.zeros(2, types.numel(), dtype=torch.long), types, 1)
-    chunkptr, rel_chunkptr, rel_edge = relation_order(g, 4)
-    assert rel_chunkptr.tolist() == [0, 1, 1, 4, 4]  # relations 1 and 3 have no chunk
-    assert chunkptr.tolist() == [0, 3, 3 + REL_CHUNK, 3 + 2 * REL_CHUNK, types.numel()]
-    assert torch.equal(g.edge_type[rel_edge], g.edge_type.sort(stable=True).values)
+    order = relation_order(g, 4)
+    assert order.rel_chunkptr.tolist() == [0, 1, 1, 4, 4]  # relations 1 and 3 have no chunk
+    assert order.chunkptr.tolist() == [0, 3, 3 + REL_CHUNK, 3 + 2 * REL_CHUNK, types.numel()]
+    assert torch.equal(g.edge_type[order.edge], g.edge_type.sort(stable=True).values)
+    assert torch.equal(order.row, g.row[order.edge]) and torch.equal(order.col, g.col[order.edge])
 
 
 @pytest.mark.parametrize("composition", COMPOSITIONS)
@@ -184,13 +185,16 @@ def test_opcheck():
     x = torch.randn(n, 6, dtype=torch.float64, requires_grad=True)
     rel = torch.randn(3, 6, dtype=torch.float64, requires_grad=True)
     w = torch.rand(g.num_edges, dtype=torch.float64)
-    order = relation_order(g, 3)
+    order, csc = relation_order(g, 3), g.csc
+    graph_args = (g.rowptr, g.col, g.edge_type, csc.colptr, csc.row, g.edge_type[csc.edge_id])
+    order_args = (order.chunkptr, order.rel_chunkptr, order.row, order.col)
+    weights = (w, w[csc.edge_id], w[order.edge])
     for op in (_C.Composition.SUB, _C.Composition.MULT, _C.Composition.CORR):
-        args = (g.rowptr, g.col, g.row, *g.csc, g.edge_type, *order, x, rel, w, None, None, int(op))
+        args = (*graph_args, *order_args, x, rel, *weights, None, None, int(op))
         torch.library.opcheck(torch.ops.galfast.compgcn_aggregate.default, args)
     grad = torch.randn(n, 6, dtype=torch.float64)
     mult = int(_C.Composition.MULT)
-    rel_args = (*order, g.row, g.col, w, None, None, grad, x.detach(), rel.detach(), mult)
+    rel_args = (*order_args, weights[2], None, None, grad, x.detach(), rel.detach(), mult)
     torch.library.opcheck(torch.ops.galfast.compgcn_rel_grad.default, rel_args)
 
 
@@ -240,21 +244,20 @@ def test_kernels_refuse_out_of_range_indices():
     bad_type = torch.tensor([0, 7])
     with pytest.raises(ValueError, match="edge_type"):
         launch_compgcn_aggregate(
-            g.rowptr, g.col, None, bad_type, None, None, None, x, rel, int(_C.Composition.MULT)
+            g.rowptr, g.col, bad_type, None, None, None, x, rel, int(_C.Composition.MULT)
         )
     bad_col = torch.tensor([0, 9])
     with pytest.raises(ValueError, match="col"):
         launch_compgcn_aggregate(
-            g.rowptr, bad_col, None, g.edge_type, None, None, None, x, rel, int(_C.Composition.SUB)
+            g.rowptr, bad_col, g.edge_type, None, None, None, x, rel, int(_C.Composition.SUB)
         )
-    chunkptr, rel_chunkptr, _ = relation_order(g, 2)
-    with pytest.raises(ValueError, match="rel_edge"):
+    order = relation_order(g, 2)
+    with pytest.raises(ValueError, match="row"):
         launch_compgcn_rel_grad(
-            chunkptr,
-            rel_chunkptr,
+            order.chunkptr,
+            order.rel_chunkptr,
             torch.tensor([0, 5]),
-            g.row,
-            g.col,
+            order.col,
             None,
             None,
             None,

@@ -1,9 +1,10 @@
 // Fused CompGCN relational aggregation over a CSR graph by destination: the contract both
 // backends share.
 //
-//   out[r, :] = sum_{e in row r} w_e * phi(x[col[e], :], rel[type(e), :])
-//   w_e       = row_scale[r] * col_scale[col[e]] * weight[id(e)]   (absent factors count as 1)
-//   type(e)   = edge_type[id(e)],  id(e) = edge_id[e] when given (a transpose), else e
+//   out[r, :] = sum_{e in row r} w_e * phi(x[col[e], :], rel[edge_type[e], :])
+//   w_e       = row_scale[r] * col_scale[col[e]] * weight[e]   (absent factors count as 1)
+// Every per-edge array is in slot order, so a transpose (or any other order) comes with its own
+// permuted edge_type and weight: the kernels gather nothing through an edge-id indirection.
 //
 // phi is the composition: kSub a - b, kMult a * b, kCorr conj(a) * b on complex pairs (x and
 // rel hold rFFT spectra as interleaved (re, im) pairs, so F is even; the caller transforms:
@@ -15,8 +16,8 @@
 //        transpose, with phi' = kSource for kSub, kMult for kMult, kCorr for kCorr (the
 //        gradient of conj(a) * b with respect to a is conj(g) * b).
 //   rel: grad_rel[t] = sum_{e of type t} w_e * psi(g[row(e)], x[col(e)]), psi = -g (kSub),
-//        g * a (kMult), g * a complex (kCorr) -- RelGradParams below, deterministic: edges are
-//        visited in a fixed relation-grouped order cut into chunks of a fixed size, each chunk
+//        g * a (kMult), g * a complex (kCorr) -- RelGradParams below, deterministic: the edges
+//        come in a fixed relation-grouped order cut into chunks of a fixed size, each chunk
 //        summed by one thread into its own partial row, then each relation's partials summed in
 //        chunk order. No atomics; the result does not depend on the thread count.
 #pragma once
@@ -37,9 +38,8 @@ enum class Composition : int {
 struct CompgcnParams {
   const int64_t* rowptr = nullptr;     // [num_rows + 1]
   const int64_t* col = nullptr;        // [nnz] gathered row of x per slot
-  const int64_t* edge_id = nullptr;    // [nnz] CSR position per slot (transpose), or null
-  const int64_t* edge_type = nullptr;  // [nnz] relation per CSR position, in [0, num_rels)
-  const void* weight = nullptr;        // [nnz] per CSR position, dtype of x, or null
+  const int64_t* edge_type = nullptr;  // [nnz] relation per slot, in [0, num_rels)
+  const void* weight = nullptr;        // [nnz] per slot, dtype of x, or null
   const void* row_scale = nullptr;     // [num_rows] accumulation type, or null
   const void* col_scale = nullptr;     // [num_cols] accumulation type, or null
   const void* x = nullptr;             // [num_cols, F]
@@ -54,16 +54,15 @@ struct CompgcnParams {
   DType dtype = DType::kFloat32;
 };
 
-// Gradient with respect to the relation embeddings. Edge slot s of the relation-grouped order
-// is CSR edge rel_edge[s]; chunk k covers slots [chunkptr[k], chunkptr[k + 1]) of one relation,
-// and relation t owns chunks [rel_chunkptr[t], rel_chunkptr[t + 1]).
+// Gradient with respect to the relation embeddings, over the edges in a relation-grouped slot
+// order: chunk k covers slots [chunkptr[k], chunkptr[k + 1]), all of one relation, and relation
+// t owns chunks [rel_chunkptr[t], rel_chunkptr[t + 1]).
 struct RelGradParams {
   const int64_t* chunkptr = nullptr;      // [num_chunks + 1] slot offsets
   const int64_t* rel_chunkptr = nullptr;  // [num_rels + 1] chunk offsets
-  const int64_t* rel_edge = nullptr;      // [nnz] CSR position per slot
-  const int64_t* row = nullptr;           // [nnz] destination per CSR position
-  const int64_t* col = nullptr;           // [nnz] source per CSR position
-  const void* weight = nullptr;           // [nnz] or null
+  const int64_t* row = nullptr;           // [nnz] destination per slot
+  const int64_t* col = nullptr;           // [nnz] source per slot
+  const void* weight = nullptr;           // [nnz] per slot, or null
   const void* row_scale = nullptr;        // [num_rows] or null
   const void* col_scale = nullptr;        // [num_cols] or null
   const void* grad_out = nullptr;         // [num_rows, F]

@@ -39,8 +39,7 @@ void check(const RelGradParams& p) {
   require(p.op != Composition::kCorr || p.num_features % 2 == 0,
           "compgcn_rel_grad: corr needs (re, im) pairs (an even feature count)");
   require(p.chunkptr && p.rel_chunkptr, "compgcn_rel_grad: chunk offsets not set");
-  require(p.num_edges == 0 || (p.rel_edge && p.row && p.col),
-          "compgcn_rel_grad: edge arrays not set");
+  require(p.num_edges == 0 || (p.row && p.col), "compgcn_rel_grad: edge arrays not set");
   const bool has_features = p.num_features > 0;
   require(!has_features || p.num_edges == 0 ||
               (p.grad_out && (p.x || p.op == Composition::kSub) && p.partial),
@@ -68,7 +67,6 @@ void bind_compgcn(py::module_& m) {
       .def_readwrite("dtype", &CompgcnParams::dtype);
   pointer_field(agg, "rowptr", &CompgcnParams::rowptr);
   pointer_field(agg, "col", &CompgcnParams::col);
-  pointer_field(agg, "edge_id", &CompgcnParams::edge_id);
   pointer_field(agg, "edge_type", &CompgcnParams::edge_type);
   pointer_field(agg, "weight", &CompgcnParams::weight);
   pointer_field(agg, "row_scale", &CompgcnParams::row_scale);
@@ -89,7 +87,6 @@ void bind_compgcn(py::module_& m) {
       .def_readwrite("dtype", &RelGradParams::dtype);
   pointer_field(rg, "chunkptr", &RelGradParams::chunkptr);
   pointer_field(rg, "rel_chunkptr", &RelGradParams::rel_chunkptr);
-  pointer_field(rg, "rel_edge", &RelGradParams::rel_edge);
   pointer_field(rg, "row", &RelGradParams::row);
   pointer_field(rg, "col", &RelGradParams::col);
   pointer_field(rg, "weight", &RelGradParams::weight);

@@ -91,10 +91,10 @@ template <Composition kOp, typename T, typename Width>
   for (int64_t k = 0; k < width; ++k) acc[k] = T(0);
   for (int64_t e = begin; e < end; ++e) {
     if (e + kPrefetchEdges < end) prefetch_span(x + p.col[e + kPrefetchEdges] * F + f0, width);
-    const int64_t c = p.col[e], id = p.edge_id ? p.edge_id[e] : e;
-    const T w = compgcn_factor<T, T>(p.row_scale, p.col_scale, p.weight, r, c, id);
+    const int64_t c = p.col[e];
+    const T w = compgcn_factor<T, T>(p.row_scale, p.col_scale, p.weight, r, c, e);
     const T* __restrict b = nullptr;
-    if constexpr (kOp != Composition::kSource) b = rel + p.edge_type[id] * F + f0;
+    if constexpr (kOp != Composition::kSource) b = rel + p.edge_type[e] * F + f0;
     compose_into<kOp>(w, x + c * F + f0, b, width, acc);
   }
   T* __restrict out = static_cast<T*>(p.out) + r * F + f0;
@@ -131,8 +131,13 @@ void chunk_partial(const RelGradParams& p, int64_t k) {
   const T* __restrict x = static_cast<const T*>(p.x);
   T* __restrict acc = static_cast<T*>(p.partial) + k * F;
   std::fill(acc, acc + F, T(0));
-  for (int64_t s = p.chunkptr[k]; s < p.chunkptr[k + 1]; ++s) {
-    const int64_t e = p.rel_edge[s], r = p.row[e], c = p.col[e];
+  const int64_t end = p.chunkptr[k + 1];
+  for (int64_t e = p.chunkptr[k]; e < end; ++e) {
+    if (e + kPrefetchEdges < end) {
+      prefetch_span(go + p.row[e + kPrefetchEdges] * F, F);
+      if constexpr (kOp != Composition::kSub) prefetch_span(x + p.col[e + kPrefetchEdges] * F, F);
+    }
+    const int64_t r = p.row[e], c = p.col[e];
     const T w = compgcn_factor<T, T>(p.row_scale, p.col_scale, p.weight, r, c, e);
     const T* __restrict g = go + r * F;
     if constexpr (kOp == Composition::kCorr) {
@@ -165,14 +170,12 @@ void relation_total(const RelGradParams& p, int64_t t) {
 
 void compgcn_aggregate(const CompgcnParams& p) {
   constexpr const char* kName = "compgcn_aggregate";
-  // Types are read through edge ids (in any order on a transpose): checked once, whole.
-  if (p.op != Composition::kSource) {
-    check_indices(kName, "edge_type", p.edge_type, 0, p.num_edges, p.num_rels);
-  }
   const auto check = [&](int64_t first, int64_t last) {
     const EdgeRange edges = checked_rows(kName, "rowptr", p.rowptr, first, last, p.num_edges);
     check_indices(kName, "col", p.col, edges.begin, edges.end, p.num_cols);
-    if (p.edge_id) check_indices(kName, "edge_id", p.edge_id, edges.begin, edges.end, p.num_edges);
+    if (p.op != Composition::kSource) {
+      check_indices(kName, "edge_type", p.edge_type, edges.begin, edges.end, p.num_rels);
+    }
   };
   dispatch_dtype(p.dtype, kName, [&](auto tag) {
     using T = decltype(tag);
@@ -185,11 +188,10 @@ void compgcn_aggregate(const CompgcnParams& p) {
 
 void compgcn_rel_grad(const RelGradParams& p) {
   constexpr const char* kName = "compgcn_aggregate (relation gradient)";
-  check_indices(kName, "row", p.row, 0, p.num_edges, p.num_rows);
-  check_indices(kName, "col", p.col, 0, p.num_edges, p.num_cols);
   const auto check_chunks = [&](int64_t first, int64_t last) {
     const EdgeRange s = checked_rows(kName, "chunkptr", p.chunkptr, first, last, p.num_edges);
-    check_indices(kName, "rel_edge", p.rel_edge, s.begin, s.end, p.num_edges);
+    check_indices(kName, "row", p.row, s.begin, s.end, p.num_rows);
+    check_indices(kName, "col", p.col, s.begin, s.end, p.num_cols);
   };
   const auto check_rels = [&](int64_t first, int64_t last) {
     checked_rows(kName, "rel_chunkptr", p.rel_chunkptr, first, last, p.num_chunks);

@@ -8,7 +8,7 @@ gives the result (the sum over edges commutes with the inverse transform)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import NamedTuple, Optional
 
 import torch
 from torch import Tensor
@@ -19,7 +19,7 @@ from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
-__all__ = ["compgcn_aggregate"]
+__all__ = ["RelationOrder", "compgcn_aggregate", "relation_order"]
 
 # Custom ops take the composition as an int: _C.Composition's values.
 _SUB, _MULT, _CORR, _SOURCE = (
@@ -42,7 +42,6 @@ def _aggregate_outputs(rowptr: Tensor, x: Tensor) -> Tensor:
 def launch_compgcn_aggregate(
     rowptr: Tensor,
     col: Tensor,
-    edge_id: Optional[Tensor],
     edge_type: Tensor,
     weight: Optional[Tensor],
     row_scale: Optional[Tensor],
@@ -51,10 +50,10 @@ def launch_compgcn_aggregate(
     rel: Tensor,
     op: int,
 ) -> Tensor:
-    """out[r] = sum_e w_e phi(x[col[e]], rel[type(e)]) over CSR row r (compgcn.h)."""
+    """out[r] = sum_e w_e phi(x[col[e]], rel[edge_type[e]]) over CSR row r (compgcn.h)."""
     out = _aggregate_outputs(rowptr, x)
     p = _C.CompgcnParams()
-    p.rowptr, p.col, p.edge_id, p.edge_type = ptr(rowptr), ptr(col), ptr(edge_id), ptr(edge_type)
+    p.rowptr, p.col, p.edge_type = ptr(rowptr), ptr(col), ptr(edge_type)
     p.weight, p.row_scale, p.col_scale = ptr(weight), ptr(row_scale), ptr(col_scale)
     p.x, p.rel, p.out = ptr(x), ptr(rel), ptr(out)
     p.num_edges, p.num_rows, p.num_cols = col.numel(), rowptr.numel() - 1, x.size(0)
@@ -73,7 +72,6 @@ def _rel_grad_outputs(rel: Tensor) -> Tensor:
 def launch_compgcn_rel_grad(
     chunkptr: Tensor,
     rel_chunkptr: Tensor,
-    rel_edge: Tensor,
     row: Tensor,
     col: Tensor,
     weight: Optional[Tensor],
@@ -84,13 +82,12 @@ def launch_compgcn_rel_grad(
     rel: Tensor,
     op: int,
 ) -> Tensor:
-    """grad_rel[t] = sum over edges e of type t of w_e psi(grad_out[row(e)], x[col(e)]),
-    deterministic (compgcn.h)."""
+    """grad_rel[t] = sum over edges e of type t of w_e psi(grad_out[row[e]], x[col[e]]), the
+    edges given in relation-grouped chunks; deterministic (compgcn.h)."""
     grad_rel = _rel_grad_outputs(rel)
     partial = grad_out.new_empty(chunkptr.numel() - 1, grad_out.size(1))  # transient workspace
     p = _C.RelGradParams()
-    p.chunkptr, p.rel_chunkptr, p.rel_edge = ptr(chunkptr), ptr(rel_chunkptr), ptr(rel_edge)
-    p.row, p.col = ptr(row), ptr(col)
+    p.chunkptr, p.rel_chunkptr, p.row, p.col = ptr(chunkptr), ptr(rel_chunkptr), ptr(row), ptr(col)
     p.weight, p.row_scale, p.col_scale = ptr(weight), ptr(row_scale), ptr(col_scale)
     p.grad_out, p.x, p.partial, p.grad_rel = ptr(grad_out), ptr(x), ptr(partial), ptr(grad_rel)
     p.num_edges, p.num_chunks = col.numel(), chunkptr.numel() - 1
@@ -112,24 +109,27 @@ _rel_grad_op = kernel_op("compgcn_rel_grad", launch_compgcn_rel_grad, _rel_grad_
 def _compgcn_forward(
     rowptr: Tensor,
     col: Tensor,
-    row: Tensor,
+    edge_type: Tensor,
     colptr: Tensor,
     csc_row: Tensor,
-    csc_edge_id: Tensor,
-    edge_type: Tensor,
+    csc_type: Tensor,
     chunkptr: Tensor,
     rel_chunkptr: Tensor,
-    rel_edge: Tensor,
+    rel_row: Tensor,
+    rel_col: Tensor,
     x: Tensor,
     rel: Tensor,
-    edge_weight: Optional[Tensor],
+    weight: Optional[Tensor],
+    csc_weight: Optional[Tensor],
+    rel_weight: Optional[Tensor],
     row_scale: Optional[Tensor],
     col_scale: Optional[Tensor],
     op: int,
 ) -> Tensor:
-    """The kernel on the graph; the transpose and the relation order are for backward."""
+    """The kernel on the graph; the transpose and the relation-grouped edges (each with its
+    own types and weights in its own order) are for backward."""
     return launch_compgcn_aggregate(
-        rowptr, col, None, edge_type, edge_weight, row_scale, col_scale, x, rel, op
+        rowptr, col, edge_type, weight, row_scale, col_scale, x, rel, op
     )
 
 
@@ -143,19 +143,21 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad_out):
     (
-        rowptr,
-        col,
-        row,
+        _rowptr,
+        _col,
+        _edge_type,
         colptr,
         csc_row,
-        csc_edge_id,
-        edge_type,
+        csc_type,
         chunkptr,
         rel_chunkptr,
-        rel_edge,
+        rel_row,
+        rel_col,
         x,
         rel,
-        edge_weight,
+        _weight,
+        csc_weight,
+        rel_weight,
         row_scale,
         col_scale,
     ) = ctx.saved_tensors
@@ -173,9 +175,8 @@ def _backward(ctx, grad_out):
         grad_x = aggregate_kernel(
             colptr,
             csc_row,
-            csc_edge_id,
-            edge_type,
-            edge_weight,
+            csc_type,
+            csc_weight,
             col_scale,
             row_scale,
             grad_out,
@@ -186,10 +187,9 @@ def _backward(ctx, grad_out):
         grad_rel = rel_grad(
             chunkptr,
             rel_chunkptr,
-            rel_edge,
-            row,
-            col,
-            edge_weight,
+            rel_row,
+            rel_col,
+            rel_weight,
             row_scale,
             col_scale,
             grad_out,
@@ -197,22 +197,32 @@ def _backward(ctx, grad_out):
             rel,
             ctx.op,
         )
-    return (None,) * 10 + (grad_x, grad_rel) + (None,) * 4
+    return (None,) * 10 + (grad_x, grad_rel) + (None,) * 6
 
 
 _compgcn_op.register_autograd(_backward, setup_context=_setup_context)
 _CompgcnEager = eager_function(_compgcn_forward, _setup_context, _backward)
 
 
-def relation_order(graph: Graph, num_rels: int) -> tuple[Tensor, Tensor, Tensor]:
-    """``(chunkptr, rel_chunkptr, rel_edge)``: the graph's CSR edge positions grouped by
-    relation (``rel_edge``, stable), each relation's run cut into chunks of at most
-    :data:`REL_CHUNK` edges (``chunkptr``, offsets into ``rel_edge``), and relation ``t``'s chunks
-    ``rel_chunkptr[t] : rel_chunkptr[t + 1]``. Cached on the graph."""
+class RelationOrder(NamedTuple):
+    """A graph's edges grouped by relation (stable), for the relation gradient: slot ``s`` is
+    CSR edge ``edge[s]`` (``row[s] <- col[s]``); each relation's run is cut into chunks of at
+    most :data:`REL_CHUNK` slots (``chunkptr``), relation ``t`` owning chunks
+    ``rel_chunkptr[t] : rel_chunkptr[t + 1]``."""
+
+    chunkptr: Tensor  # [num_chunks + 1]
+    rel_chunkptr: Tensor  # [num_rels + 1]
+    edge: Tensor  # [num_edges]
+    row: Tensor  # [num_edges]
+    col: Tensor  # [num_edges]
+
+
+def relation_order(graph: Graph, num_rels: int) -> RelationOrder:
+    """The :class:`RelationOrder` of a graph with ``edge_type``, cached on it."""
 
     def build():
         edge_type = graph.edge_type
-        rel_edge = torch.argsort(edge_type, stable=True)
+        edge = torch.argsort(edge_type, stable=True)
         counts = torch.bincount(edge_type, minlength=num_rels)
         chunks = (counts + REL_CHUNK - 1) // REL_CHUNK
         rel_chunkptr = torch.zeros(num_rels + 1, dtype=torch.long, device=graph.device)
@@ -222,12 +232,15 @@ def relation_order(graph: Graph, num_rels: int) -> tuple[Tensor, Tensor, Tensor]
         first_chunk = torch.repeat_interleave(rel_chunkptr[:-1], chunks, output_size=num_chunks)
         within = torch.arange(num_chunks, device=graph.device) - first_chunk
         starts = torch.repeat_interleave(run_start, chunks, output_size=num_chunks)
-        chunkptr = torch.cat(
-            [starts + within * REL_CHUNK, rel_edge.new_full((1,), rel_edge.numel())]
-        )
-        return chunkptr, rel_chunkptr, rel_edge
+        chunkptr = torch.cat([starts + within * REL_CHUNK, edge.new_full((1,), edge.numel())])
+        return RelationOrder(chunkptr, rel_chunkptr, edge, graph.row[edge], graph.col[edge])
 
     return graph.cached(("compgcn_relation_order", num_rels), build)
+
+
+def _csc_type(graph: Graph) -> Tensor:
+    """The graph's edge types in the order of its transpose's slots, cached on it."""
+    return graph.cached("compgcn_csc_type", lambda: graph.edge_type[graph.csc.edge_id])
 
 
 def _check_inputs(
@@ -361,20 +374,24 @@ def compgcn_aggregate(
         return x[:, :0].clone()  # nothing to transform
     if op_code == _CORR:
         x, rel = _spectra(x), _spectra(rel)
-    csc = graph.csc
+    csc, order = graph.csc, relation_order(graph, rel.size(0))
     op = _compgcn_op if tracing() else _CompgcnEager.apply
     out = op(
         graph.rowptr,
         graph.col,
-        graph.row,
+        graph.edge_type,
         csc.colptr,
         csc.row,
-        csc.edge_id,
-        graph.edge_type,
-        *relation_order(graph, rel.size(0)),
+        _csc_type(graph),
+        order.chunkptr,
+        order.rel_chunkptr,
+        order.row,
+        order.col,
         x.contiguous(),
         rel.contiguous(),
         edge_weight,
+        None if edge_weight is None else edge_weight[csc.edge_id],
+        None if edge_weight is None else edge_weight[order.edge],
         scale,
         scale,
         op_code,
