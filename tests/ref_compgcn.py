@@ -13,7 +13,8 @@ def ccorr_ref(a: Tensor, b: Tensor) -> Tensor:
     """Circular correlation by its definition, out[..., k] = sum_l a[..., l] b[..., (l + k) % F]
     (no FFT: an independent check of the spectral path)."""
     F = a.size(-1)
-    index = (torch.arange(F).view(F, 1) + torch.arange(F).view(1, F)) % F  # [k, l] -> l + k
+    steps = torch.arange(F, device=a.device)
+    index = (steps.view(F, 1) + steps.view(1, F)) % F  # [k, l] -> l + k
     return torch.einsum("...l,...kl->...k", a, b[..., index])
 
 
@@ -46,7 +47,7 @@ def compgcn_aggregate_ref(
     norm: Optional[str] = None,
 ) -> Tensor:
     """out[i] = sum over edges (j, r, i) of w * phi(x[j], rel[r]), parallel edges counted."""
-    w = torch.ones(src.numel(), dtype=x.dtype) if weight is None else weight.to(x.dtype)
+    w = x.new_ones(src.numel()) if weight is None else weight.to(x.dtype)
     if norm == "gcn":
         w = w * gcn_edge_norm_ref(src, dst, num_nodes, x.dtype)
     msgs = compose_ref(x[src], rel[edge_type], composition) * w.unsqueeze(1)

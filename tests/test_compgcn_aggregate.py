@@ -266,3 +266,59 @@ def test_kernels_refuse_out_of_range_indices():
             rel,
             int(_C.Composition.MULT),
         )
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("name", list(awkward_graphs()))
+@pytest.mark.parametrize("composition", COMPOSITIONS)
+@pytest.mark.parametrize("f", [6, 200])
+def test_cuda_matches_cpu_forward_and_backward(name, composition, f):
+    g = _awkward(name)
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(g.num_nodes, f, generator=gen, dtype=torch.float64)
+    rel = torch.randn(6, f, generator=gen, dtype=torch.float64)
+    weight = torch.rand(g.num_edges, generator=gen, dtype=torch.float64) + 0.5
+    results = []
+    for device in ("cpu", "cuda"):
+        xd, reld = x.to(device).requires_grad_(), rel.to(device).requires_grad_()
+        out = compgcn_aggregate(
+            g.to(device), xd, reld, weight.to(device), composition=composition, norm="gcn"
+        )
+        (out * out.detach().cos()).sum().backward()
+        results.append([out, xd.grad, reld.grad])
+    for on_cpu, on_gpu in zip(*results):
+        torch.testing.assert_close(on_gpu.cpu(), on_cpu)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("composition", ["sub", "mult"])
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_cuda_low_precision_matches_reference(composition, dtype):
+    g = _awkward("hub").to("cuda")
+    gen = torch.Generator().manual_seed(4)
+    x = torch.randn(g.num_nodes, 40, generator=gen).cuda()
+    rel = torch.randn(6, 40, generator=gen).cuda()
+    out = compgcn_aggregate(g, x.to(dtype), rel.to(dtype), composition=composition, norm="gcn")
+    # Tolerance of the dtype itself: rounding the inputs to it moves the result about this much.
+    exact = _ref_for(g, x.double(), rel.double(), composition, norm="gcn")
+    rounded = _ref_for(g, x.to(dtype).double(), rel.to(dtype).double(), composition, norm="gcn")
+    tolerance = 4 * (rounded - exact).abs().max().item() + 1e-2
+    torch.testing.assert_close(out.double(), rounded, atol=tolerance, rtol=0)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("composition", COMPOSITIONS)
+def test_cuda_gradcheck_and_determinism(composition):
+    g = _gradcheck_graph().to("cuda")
+    gen = torch.Generator().manual_seed(3)
+    x = torch.randn(g.num_nodes, 6, generator=gen, dtype=torch.float64).cuda().requires_grad_()
+    rel = torch.randn(5, 6, generator=gen, dtype=torch.float64).cuda().requires_grad_()
+
+    def f(x, rel):
+        return compgcn_aggregate(g, x, rel, composition=composition, norm="gcn")
+
+    assert torch.autograd.gradcheck(f, (x, rel))
+    first = torch.autograd.grad(f(x, rel).sum(), (x, rel))
+    second = torch.autograd.grad(f(x, rel).sum(), (x, rel))
+    for a, b in zip(first, second):
+        assert torch.equal(a, b)

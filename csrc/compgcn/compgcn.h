@@ -67,7 +67,7 @@ struct RelGradParams {
   const void* col_scale = nullptr;        // [num_cols] or null
   const void* grad_out = nullptr;         // [num_rows, F]
   const void* x = nullptr;                // [num_cols, F] (unread for kSub)
-  void* partial = nullptr;                // [num_chunks, F] workspace, dtype of x
+  void* partial = nullptr;                // [num_chunks, F] workspace, accumulation type
   void* grad_rel = nullptr;               // [num_rels, F]
   int64_t num_edges = 0;
   int64_t num_chunks = 0;

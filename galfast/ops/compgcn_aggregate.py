@@ -85,7 +85,9 @@ def launch_compgcn_rel_grad(
     """grad_rel[t] = sum over edges e of type t of w_e psi(grad_out[row[e]], x[col[e]]), the
     edges given in relation-grouped chunks; deterministic (compgcn.h)."""
     grad_rel = _rel_grad_outputs(rel)
-    partial = grad_out.new_empty(chunkptr.numel() - 1, grad_out.size(1))  # transient workspace
+    # Transient per-chunk sums, in the accumulation type.
+    acc = accumulation_dtype(grad_out.dtype)
+    partial = grad_out.new_empty(chunkptr.numel() - 1, grad_out.size(1), dtype=acc)
     p = _C.RelGradParams()
     p.chunkptr, p.rel_chunkptr, p.row, p.col = ptr(chunkptr), ptr(rel_chunkptr), ptr(row), ptr(col)
     p.weight, p.row_scale, p.col_scale = ptr(weight), ptr(row_scale), ptr(col_scale)
