@@ -288,7 +288,8 @@ def _check_inputs(
     if composition == "corr" and x.dtype not in (torch.float32, torch.float64):
         raise ValueError(f"composition 'corr' needs float32 or float64 (FFT), got {x.dtype}")
     if graph.num_edges and not tracing():
-        top = int(graph.edge_type.max())
+        # Read once per graph (immutable): no host sync per call, none inside a CUDA graph.
+        top = graph.cached("compgcn_max_type", lambda: int(graph.edge_type.max()))
         if top >= rel.size(0):
             raise ValueError(
                 f"the graph's edge_type holds relation {top} but rel has {rel.size(0)} rows"
@@ -312,7 +313,10 @@ def _check_inputs(
                 "edge_weight is a constant of compgcn_aggregate (no gradient flows to it); "
                 "pass edge_weight.detach()"
             )
-        if not tracing() and not bool(torch.isfinite(edge_weight).all()):
+        # The scan reads the values on the host: skipped while a CUDA graph is captured, as in
+        # ops.aggregate (the eager warm-up steps scanned the same weights).
+        capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
+        if not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
             raise ValueError("edge_weight contains NaN or infinite values")
 
 
