@@ -69,4 +69,5 @@ PYBIND11_MODULE(_C, m) {
   bind_gat(m);
   bind_sample_neighbors(m);
   bind_nnconv(m);
+  bind_compgcn(m);
 }

@@ -2,6 +2,7 @@
 
 from galfast.ops.aggregate import aggregate
 from galfast.ops.block import Block, block_aggregate
+from galfast.ops.compgcn_aggregate import compgcn_aggregate
 from galfast.ops.gat_aggregate import gat_aggregate
 from galfast.ops.neighbor_loader import NeighborLoader, SampledBatch
 from galfast.ops.nnconv_aggregate import nnconv_aggregate
@@ -11,3 +12,4 @@ from galfast.ops.sample_nhop import sample_nhop
 __all__ = ["aggregate", "gat_aggregate", "sample_nhop"]
 __all__ += ["Block", "NeighborLoader", "SampledBatch", "block_aggregate", "sample_neighbors"]
 __all__ += ["nnconv_aggregate"]
+__all__ += ["compgcn_aggregate"]
