@@ -28,7 +28,8 @@ cp "$out"/lib/galfast/_C*.so "$out/pkg/galfast/"
 if [ "$#" -eq 0 ]; then
   set -- tests/test_aggregate.py tests/test_aggregate_no_edges.py tests/test_gat_aggregate.py \
     tests/test_sample_nhop.py tests/test_graph.py tests/test_philox.py \
-    tests/test_graph_validation.py tests/test_ops_hardening.py
+    tests/test_graph_validation.py tests/test_ops_hardening.py tests/test_compgcn_aggregate.py \
+    tests/test_nnconv_aggregate.py tests/test_sample_neighbors.py tests/test_block_aggregate.py
 fi
 # Test paths are made absolute: pytest runs from the package folder.
 args=()
