@@ -1,6 +1,9 @@
 // Element types the kernels accept.
 #pragma once
 
+#include <stdexcept>
+#include <string>
+
 namespace galfast {
 
 // Bound as galfast._C.DType (csrc/bindings.cpp); galfast/_dtypes.py maps torch dtypes to it.
@@ -18,6 +21,14 @@ inline const char* dtype_name(DType d) {
       return "bfloat16";
   }
   return "unknown";
+}
+
+// The CPU kernels compute in float32 and float64 only (half types are CUDA-only).
+inline void require_cpu_dtype(DType dtype, const char* what) {
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
+    throw std::invalid_argument(std::string(what) + " on CPU supports float32 and float64, got " +
+                                dtype_name(dtype));
+  }
 }
 
 }  // namespace galfast

@@ -1,8 +1,5 @@
 // CPU entry points for fused GAT: input checks, then the baseline-ISA kernels or, where the
 // CPU has it, the AVX2+FMA build of the same code (gat_cpu_avx2.cpp).
-#include <stdexcept>
-#include <string>
-
 #define GALFAST_CPU_ISA baseline
 #include "common/cpu_isa.h"
 #include "gat/gat_cpu_impl.h"
@@ -15,17 +12,6 @@ void gat_forward(const GatParams& p);
 void gat_backward(const GatBackwardParams& p);
 }  // namespace avx2
 #endif
-
-namespace {
-
-void require_cpu_dtype(DType dtype, const char* what) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
-    throw std::invalid_argument(std::string(what) + " on CPU supports float32 and float64, got " +
-                                dtype_name(dtype));
-  }
-}
-
-}  // namespace
 
 void gat_forward_cpu(const GatParams& p) {
   require_cpu_dtype(p.dtype, "gat_aggregate");

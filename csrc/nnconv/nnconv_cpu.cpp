@@ -1,8 +1,5 @@
 // CPU entry points for NNConv: the dtype check, then the baseline-ISA kernels or, where the
 // CPU has it, the AVX2+FMA build of the same code (nnconv_cpu_avx2.cpp).
-#include <stdexcept>
-#include <string>
-
 #define GALFAST_CPU_ISA baseline
 #include "common/cpu_isa.h"
 #include "nnconv/nnconv_cpu_impl.h"
@@ -16,17 +13,6 @@ void nnconv_edge_grad(const NnconvEdgeGradParams& p);
 void nnconv_grad_x(const NnconvGradXParams& p);
 }  // namespace avx2
 #endif
-
-namespace {
-
-void require_cpu_dtype(DType dtype, const char* what) {
-  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) {
-    throw std::invalid_argument(std::string(what) + " on CPU supports float32 and float64, got " +
-                                dtype_name(dtype));
-  }
-}
-
-}  // namespace
 
 void nnconv_forward_cpu(const NnconvParams& p) {
   require_cpu_dtype(p.dtype, "nnconv_aggregate");
