@@ -12,6 +12,7 @@ from galfast.datasets.planetoid_loader import PLANETOID_NAMES, planetoid
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.datasets.synthetic_movielens import synthetic_movielens
+from galfast.datasets.synthetic_movielens_1m import synthetic_movielens_1m
 
 __all__ = ["DATASET_NAMES", "load", "loader_options", "synthetic"]
 
@@ -21,9 +22,12 @@ DATASET_NAMES = (
     *PLANETOID_NAMES,
     "synthetic-graph",
     "synthetic-movielens",
+    "synthetic-movielens-1m",
 )
 
 _SYNTHETIC = {"graph": synthetic_graph, "movielens": synthetic_movielens}
+# The calibrated ML-1M stand-in (fixed size; see docs/results.md).
+_SYNTHETIC["movielens-1m"] = synthetic_movielens_1m
 
 
 def synthetic(kind: str = "graph", **kwargs: Any) -> Union[GraphDataset, RatingDataset]:
