@@ -172,7 +172,8 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         choices=DATASET_NAMES,
         default="cora",
         help="Planetoid names and synthetic-graph use the link-prediction setup; movielens-* "
-        "and synthetic-movielens the rating setup",
+        "and synthetic-movielens(-1m) the rating setup (synthetic-movielens-1m: a stand-in "
+        "for MovieLens-1M with its statistics and gender leak)",
     )
     parser.add_argument(
         "--root",

@@ -118,10 +118,10 @@ def _stars(score: np.ndarray) -> np.ndarray:
 def synthetic_movielens_1m(
     seed: int = 0,
     *,
-    gender_strength: float = 0.45,
-    age_strength: float = 0.45,
+    gender_strength: float = 0.26,
+    age_strength: float = 0.4,
     occupation_strength: float = 0.2,
-    rating_noise: float = 1.0,
+    rating_noise: float = 1.05,
     test_fraction: float = 0.1,
 ) -> RatingDataset:
     r"""A stand-in for MovieLens-1M: its published statistics, and attributes that leak about
