@@ -94,11 +94,11 @@ class GALTrainer:
       encoder follows the gradient of ``task loss - lam * adversary loss`` in the task
       optimizer (one encoding, one backward, ``lam`` scaling the reversed gradient instead
       of a learning rate), and the adversary optimizer holds the attackers only, at ``lr``.
-      With plain SGD the two forms take the same steps; with Adam the joint form keeps the
-      task's and the adversary's gradients in one normalisation, so a task loss that starts
-      to blow up outweighs the adversary and the embeddings stay bounded. The adversary then
-      reads the embeddings before the step's update instead of after. Needs
-      ``adv_schedule="after"``.
+      With plain SGD the two forms agree to first order in ``lr``; with Adam the joint form
+      keeps the task's and the adversary's gradients in one normalisation, so a task loss
+      that starts to blow up outweighs the adversary and the embeddings stay small (their
+      scale still drifts up slowly at ``lam`` 4). The adversary reads the embeddings before
+      the step's update instead of after. Needs ``adv_schedule="after"``.
 
     Args:
         encoder: ``encoder(inputs, graph) -> z [num_nodes, D]`` (or see ``GraphBatch``).
