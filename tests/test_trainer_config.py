@@ -97,6 +97,7 @@ def test_checkpoint_config_keeps_its_format(data):
         "seed": 0,
         "optimizer": "adam",
         "walk_mode": "paper",
+        "adv_update": "separate",
     }
 
 

@@ -172,7 +172,8 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         choices=DATASET_NAMES,
         default="cora",
         help="Planetoid names and synthetic-graph use the link-prediction setup; movielens-* "
-        "and synthetic-movielens the rating setup",
+        "and synthetic-movielens(-1m) the rating setup (synthetic-movielens-1m: a stand-in "
+        "for MovieLens-1M with its statistics and gender leak)",
     )
     parser.add_argument(
         "--root",
@@ -255,6 +256,15 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         "replaces it (the paper's Algorithm 1 with n_a > 1)",
     )
     parser.add_argument(
+        "--adv-update",
+        choices=("separate", "joint"),
+        default="separate",
+        help="'separate' (the paper): the adversary's own optimizer moves the encoder at lr x "
+        "lambda; 'joint': the encoder follows task loss - lambda x adversary loss in the "
+        "task optimizer (gradient reversal scaled by lambda), which keeps TV stable at "
+        "large lambda (docs/results.md)",
+    )
+    parser.add_argument(
         "--pretrain-epochs",
         type=nonnegative_int,
         default=0,
@@ -290,6 +300,7 @@ def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "adv_every": args.adv_every,
         "adv_schedule": args.adv_schedule,
         "pretrain_epochs": args.pretrain_epochs,
+        "adv_update": args.adv_update,
         "dataset_options": tuple(sorted(dict(args.option).items())),
     }
 

@@ -27,7 +27,9 @@ decoder, one negative per edge), 2 layers 128/64, Adam 0.01, 150 epochs; task = 
 attribute = document class, attacker macro-F1 (80 attacker epochs). PubMed runs
 structure-only (learned node embeddings) when its features are missing.
 
-MovieLens setup (movielens-1m, movielens-100k, synthetic-movielens): embedding 20 +
+MovieLens setup (movielens-1m, movielens-100k, synthetic-movielens-1m: a stand-in for ML-1M
+with its statistics and its level of gender leak; synthetic-movielens: any size, easier
+leak): embedding 20 +
 BatchNorm + one GNN layer, bilinear decoder with 2 bases over 5 ratings, 25 epochs of 8,192
 ratings, an adversary step on 256 users after each task step, attacker 30 epochs; task = test
 RMSE. For the binary gender attribute, compare balanced_accuracy with the paper's "AUC"

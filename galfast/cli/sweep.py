@@ -70,6 +70,8 @@ def run_path(out: Path, config: ExperimentConfig) -> Path:
         schedule += f"-adv{config.adv_every}{config.adv_schedule}"
     if config.pretrain_epochs:
         schedule += f"-pre{config.pretrain_epochs}"
+    if config.adv_update != "separate":
+        schedule += f"-{config.adv_update}"
     # Only a non-default attribute shows in the name, so older sweeps resume under theirs.
     attribute = "" if config.attribute is None else f"-{config.attribute.replace(',', '+')}"
     name = (

@@ -31,6 +31,7 @@ from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.registry import DATASET_NAMES, load, synthetic
 from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.datasets.synthetic_movielens import synthetic_movielens
+from galfast.datasets.synthetic_movielens_1m import synthetic_movielens_1m
 
 __all__ = [
     "DATASET_NAMES",
@@ -62,6 +63,7 @@ __all__ = [
     "synthetic",
     "synthetic_graph",
     "synthetic_movielens",
+    "synthetic_movielens_1m",
     "target_statistics",
     "with_distance",
     "wn18rr",

@@ -14,6 +14,7 @@ from galfast.datasets.planetoid_loader import PLANETOID_NAMES, planetoid
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.datasets.synthetic_movielens import synthetic_movielens
+from galfast.datasets.synthetic_movielens_1m import synthetic_movielens_1m
 
 __all__ = ["DATASET_NAMES", "load", "loader_options", "synthetic"]
 
@@ -23,10 +24,13 @@ DATASET_NAMES = (
     *PLANETOID_NAMES,
     "synthetic-graph",
     "synthetic-movielens",
+    "synthetic-movielens-1m",
     *KG_NAMES,
 )
 
 _SYNTHETIC = {"graph": synthetic_graph, "movielens": synthetic_movielens}
+# The calibrated ML-1M stand-in (fixed size; see docs/results.md).
+_SYNTHETIC["movielens-1m"] = synthetic_movielens_1m
 _KNOWLEDGE_GRAPHS = {"fb15k-237": fb15k_237, "wn18rr": wn18rr}
 
 

@@ -59,6 +59,8 @@ class ExperimentConfig:
     pretrain_epochs: int = 0
     cuda_graphs: bool = False
     dataset_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
+    # "separate" (the paper) or "joint": how the encoder takes the adversary's gradient.
+    adv_update: str = "separate"
 
     def __post_init__(self) -> None:
         for name, check in (
@@ -179,6 +181,7 @@ class ExperimentConfig:
             adv_every=self.adv_every,
             adv_schedule=self.adv_schedule,
             pretrain_epochs=self.pretrain_epochs,
+            adv_update=self.adv_update,
             seed=self.seed,
             **setup,
         )

@@ -12,9 +12,11 @@ from galfast.gal.adversary_losses import DISTANCES
 from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, check_walkable, parse_pairing
 from galfast.train.optimizers import OptimizerSpec, check_optimizer
 
-__all__ = ["SCHEDULES", "GALConfig", "check_number"]
+__all__ = ["ADV_UPDATES", "SCHEDULES", "GALConfig", "check_number"]
 
 SCHEDULES = ("after", "instead")
+# How the encoder takes the adversary's gradient (see GALTrainer, adv_update).
+ADV_UPDATES = ("separate", "joint")
 
 
 def check_number(
@@ -52,6 +54,7 @@ class GALConfig:
     seed: int = 0
     optimizer: OptimizerSpec = "adam"
     walk_mode: str = "paper"
+    adv_update: str = "separate"
 
     def __post_init__(self) -> None:
         if self.distance not in DISTANCES:
@@ -67,6 +70,13 @@ class GALConfig:
             )
         if self.adv_batch_size is not None:
             check_number("adv_batch_size", self.adv_batch_size, minimum=1, integer=True)
+        if self.adv_update not in ADV_UPDATES:
+            raise ValueError(f"adv_update must be one of {ADV_UPDATES}, got {self.adv_update!r}")
+        if self.adv_update == "joint" and self.adv_schedule == "instead":
+            raise ValueError(
+                "adv_update='joint' adds the adversary's gradient to the task step, which "
+                "adv_schedule='instead' skips: use adv_schedule='after'"
+            )
         check_number("pretrain_epochs", self.pretrain_epochs, minimum=0, integer=True)
         check_number("lr", self.lr, minimum=0, strict=True)
         check_number("clip", self.clip, minimum=0, strict=True)
@@ -114,10 +124,12 @@ class GALConfig:
         """The settings where ``saved`` (a checkpoint's config) differs from this config, each
         described as ``"key: saved ..., now ..."``."""
         mine = self.to_checkpoint()
+        # A setting added after a checkpoint was written took its default in that run.
+        defaults = {f.name: f.default for f in dataclasses.fields(self)}
         return [
-            f"{k}: saved {saved.get(k)!r}, now {mine[k]!r}"
+            f"{k}: saved {saved.get(k, defaults[k])!r}, now {mine[k]!r}"
             for k in self.keys()
-            if saved.get(k) != mine[k]
+            if saved.get(k, defaults[k]) != mine[k]
         ]
 
     def trainer_kwargs(self) -> dict[str, Any]:

@@ -81,6 +81,25 @@ class GALTrainer:
     Batches are counted from the start of training (pre-training included). The first
     ``pretrain_epochs`` epochs are task-only.
 
+    How the encoder takes the adversary's gradient (``adv_update``):
+
+    - ``"separate"`` (default, the paper): the adversary optimizer holds the attackers *and
+      the encoder* at learning rate ``lr * lam``, with its own Adam state. Adam normalises
+      each optimizer's steps, so the encoder moves ``lam`` times as far per step against the
+      attacker as for the task, whatever the two gradients' sizes; at large ``lam`` (4 on
+      MovieLens) the reversed gradient grows the embeddings' scale without bound, the task
+      collapses and the embedding ends up encoding the attribute *reversed*, which a fresh
+      attacker reads (docs/results.md, "TV at large lambda").
+    - ``"joint"``: the gradient-reversal form of Ganin & Lempitsky: on an adversary step the
+      encoder follows the gradient of ``task loss - lam * adversary loss`` in the task
+      optimizer (one encoding, one backward, ``lam`` scaling the reversed gradient instead
+      of a learning rate), and the adversary optimizer holds the attackers only, at ``lr``.
+      With plain SGD the two forms agree to first order in ``lr``; with Adam the joint form
+      keeps the task's and the adversary's gradients in one normalisation, so a task loss
+      that starts to blow up outweighs the adversary and the embeddings stay small (their
+      scale still drifts up slowly at ``lam`` 4). The adversary reads the embeddings before
+      the step's update instead of after. Needs ``adv_schedule="after"``.
+
     Args:
         encoder: ``encoder(inputs, graph) -> z [num_nodes, D]`` (or see ``GraphBatch``).
         task_head: ``task_head(z, batch) -> pred``; an ``nn.Module`` (trained) or a plain
@@ -99,7 +118,7 @@ class GALTrainer:
             predicts :math:`A_v` from the embedding of v, of a random neighbour, or of an
             n-hop walk end (:func:`galfast.ops.sample_nhop`, fresh randomness every step;
             failed walks are dropped and counted in the history).
-        adv_every, adv_schedule: see above.
+        adv_every, adv_schedule, adv_update: see above.
         adv_batch_size: nodes per adversary step, drawn afresh among those where the
             attribute is known (None = all of them; the MovieLens runs used 256 users).
         pretrain_epochs: task-only epochs at the start.
@@ -153,6 +172,7 @@ class GALTrainer:
         seed: int = 0,
         optimizer: OptimizerSpec = "adam",
         walk_mode: str = "paper",
+        adv_update: str = "separate",
         device: Optional[Union[str, torch.device]] = None,
         cuda_graphs: bool = False,
     ) -> None:
@@ -173,6 +193,7 @@ class GALTrainer:
             seed=seed,
             optimizer=optimizer,
             walk_mode=walk_mode,
+            adv_update=adv_update,
         )
         if settings.lam > 0 and attacker is None:
             raise ValueError("lam > 0 needs an attacker (the simulated adversary)")
@@ -199,9 +220,14 @@ class GALTrainer:
         self.settings = settings
 
         params = unique_parameters(encoder, task_head)
+        task_ids = {id(p) for p in params}
         self.task_optimizer = make_optimizer(settings.optimizer, params, settings.lr)
         self.adversary_optimizer = None
-        if settings.lam > 0:
+        if settings.lam > 0 and settings.adv_update == "joint":
+            # The encoder takes the reversed gradient through the task optimizer.
+            params = [p for p in unique_parameters(self.attacker) if id(p) not in task_ids]
+            self.adversary_optimizer = make_optimizer(settings.optimizer, params, settings.lr)
+        elif settings.lam > 0:
             params = unique_parameters(self.attacker, encoder)
             adversary_lr = settings.lr * settings.lam
             self.adversary_optimizer = make_optimizer(settings.optimizer, params, adversary_lr)
@@ -364,6 +390,16 @@ class GALTrainer:
                 batches += 1
                 batch = move_to_device(batch, self.device)
                 due = (self.step + 1) % self.settings.adv_every == 0
+                if adversarial and due and self.settings.adv_update == "joint":
+                    task_loss, losses = self._joint_step(
+                        graph, inputs, batch, adversaries, pairs, failures
+                    )
+                    task_losses.append(task_loss)
+                    for name, value in losses.items():
+                        adv_losses[name].append(value)
+                    adv_steps += 1
+                    self.step += 1
+                    continue
                 if not (adversarial and due and self.settings.adv_schedule == "instead"):
                     step = lambda b: self._task_step(graph, inputs, b)  # noqa: E731
                     task_losses.append(self._run_step("task", step, batch))
@@ -484,6 +520,56 @@ class GALTrainer:
         if self.settings.pairing.hops > 0:  # failed walks change the batch shape from step to step
             return step(picked)
         return self._run_step("adversary", step, picked)
+
+    def _joint_step(self, graph, inputs, batch, adversaries, pairs, failures):
+        """``adv_update="joint"``: one encoding and one backward of the task loss plus the
+        adversaries' losses behind ``grad_reverse(z, lam)``; the task optimizer steps the
+        encoder and the head, the adversary optimizer the attackers."""
+        if hasattr(batch, "encode"):
+            if self.settings.pairing.hops > 0:
+                raise ValueError(
+                    f"pairing {self.settings.pairing.name!r} is undefined for batches that "
+                    "encode their own graphs (one embedding per graph): use 'node'"
+                )
+            z, ids = batch.encode(self.encoder)
+            picked = [self._known_rows(adversary, ids, pairs) for adversary in adversaries]
+            return self._joint_update(z, batch, adversaries, picked)
+        picked = [
+            self._paired_rows(i, adversary, graph, pairs, failures)
+            for i, adversary in enumerate(adversaries)
+        ]
+
+        def step(inputs_):
+            batch_, picked_ = inputs_
+            z, _ = self._encode(graph, inputs, batch_)
+            return self._joint_update(z, batch_, adversaries, picked_)
+
+        if self.settings.pairing.hops > 0:  # failed walks change the batch shape from step to step
+            return step((batch, picked))
+        return self._run_step("joint", step, (batch, picked))
+
+    def _joint_update(self, z, batch, adversaries, picked) -> tuple[Tensor, dict[str, Tensor]]:
+        task_loss = self.task_loss(self.task_head(z, batch), batch)
+        z_rev = grad_reverse(z, self.settings.lam)
+        losses, total = {}, task_loss
+        for adversary, (rows, targets) in zip(adversaries, picked):
+            if rows.numel() == 0:
+                continue
+            attr = adversary.attribute
+            outputs = adversary.attacker(z_rev[rows])
+            check_outputs(attr.name, attr.kind, outputs, targets, attr.num_outputs)
+            loss = adversary_loss(outputs, targets, attr.kind, self.settings.distance)
+            losses[attr.name] = loss.detach()
+            total = total + loss
+        self.task_optimizer.zero_grad()
+        self.adversary_optimizer.zero_grad()
+        total.backward()
+        self.task_optimizer.step()
+        self.adversary_optimizer.step()
+        if self.settings.distance == "wasserstein":
+            for adversary in adversaries:
+                clip_weights(adversary.attacker, self.settings.clip)
+        return task_loss.detach(), losses
 
     def _adversary_update(self, z, adversaries, picked) -> dict[str, Tensor]:
         """One adversary optimizer step on the attackers' losses over ``picked`` rows of z."""
