@@ -19,6 +19,7 @@ namespace py = pybind11;
 void bind_aggregate(py::module_& m);
 void bind_gat(py::module_& m);
 void bind_sample_nhop(py::module_& m);
+void bind_compgcn(py::module_& m);
 
 inline void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);

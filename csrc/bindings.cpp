@@ -67,4 +67,5 @@ PYBIND11_MODULE(_C, m) {
   bind_aggregate(m);
   bind_sample_nhop(m);
   bind_gat(m);
+  bind_compgcn(m);
 }

@@ -7,6 +7,8 @@ layers: gradient reversal (GAL's encoder-side trick) and an adapter for PyG-styl
 """
 
 from galfast.nn.cheb_conv import ChebConv
+from galfast.nn.compgcn_conv import CompGCNConv
+from galfast.nn.compgcn_graphs import CompGCNGraphs, compgcn_graphs
 from galfast.nn.edge_index_adapter import EdgeIndexAdapter
 from galfast.nn.gat_conv import GATConv
 from galfast.nn.gcn_conv import GCNConv
@@ -24,3 +26,4 @@ __all__ = [
     "SAGEConv",
     "grad_reverse",
 ]
+__all__ += ["CompGCNConv", "CompGCNGraphs", "compgcn_graphs"]
