@@ -19,6 +19,7 @@ class UsageError(Exception):
 
 # ExperimentConfig fields whose option is not simply "--" + the field with dashes.
 _OPTION_OF_FIELD = {"dataset_options": "--option", "seed": "--seeds"}
+_OPTION_OF_FIELD["model_options"] = "--model-option"
 
 
 def option_for(field: Optional[str]) -> str:

@@ -17,6 +17,7 @@ from galfast.cli.errors import UsageError, option_for
 from galfast.datasets import DATASET_NAMES, DatasetNotFoundError
 from galfast.experiments import ConfigError, ExperimentConfig, Prepared, prepare
 from galfast.experiments.encoders import ENCODERS
+from galfast.experiments.kg_options import KG_ENCODERS
 from galfast.gal.pairing import check_walkable, parse_pairing
 
 __all__ = [
@@ -190,7 +191,22 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         help="extra dataset-loader argument, repeatable, the last of a KEY wins (e.g. "
         "num_users=1000 for synthetic-movielens)",
     )
-    parser.add_argument("--encoder", choices=ENCODERS, default="gcn", help="message-passing layer")
+    parser.add_argument(
+        "--encoder",
+        choices=(*ENCODERS, *KG_ENCODERS),
+        default="gcn",
+        help="message-passing layer; compgcn for the knowledge graphs (fb15k-237, wn18rr)",
+    )
+    parser.add_argument(
+        "--model-option",
+        type=dataset_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="knowledge graphs: a model setting, repeatable (decoder=distmult, "
+        "composition=sub, dim=200, layers=2, lr=0.001, batch_size=128, ...; the paper's by "
+        "default, all in galfast.experiments.kg_options)",
+    )
     parser.add_argument(
         "--attribute",
         default=None,
@@ -212,13 +228,13 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         "--epochs",
         type=positive_int,
         default=None,
-        help="task epochs (default: 150 Planetoid, 25 MovieLens)",
+        help="task epochs (default: 150 Planetoid, 25 MovieLens); 155 for knowledge graphs",
     )
     parser.add_argument(
         "--attacker-epochs",
         type=positive_int,
         default=None,
-        help="audit attacker epochs (default: 80 Planetoid, 30 MovieLens)",
+        help="audit attacker epochs (default: 80 Planetoid, 30 MovieLens); 30 for knowledge graphs",
     )
     parser.add_argument(
         "--attacks",
@@ -267,8 +283,9 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
     parser.add_argument(
         "--pretrain-epochs",
         type=nonnegative_int,
-        default=0,
-        help="task-only epochs before the adversary starts (counted in --epochs)",
+        default=None,
+        help="task-only epochs before the adversary starts (counted in --epochs; default: 0, "
+        "35 for knowledge graphs)",
     )
     parser.add_argument("--device", type=device, default="cpu", help="cpu, cuda or cuda:N")
     parser.add_argument(
@@ -302,6 +319,7 @@ def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "pretrain_epochs": args.pretrain_epochs,
         "adv_update": args.adv_update,
         "dataset_options": tuple(sorted(dict(args.option).items())),
+        "model_options": tuple(sorted(dict(args.model_option).items())),
     }
 
 

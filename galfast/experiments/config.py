@@ -10,9 +10,10 @@ from torch import Tensor
 
 from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
-from galfast.datasets import DATASET_NAMES
+from galfast.datasets import DATASET_NAMES, KG_NAMES
 from galfast.datasets.registry import loader_options
 from galfast.experiments.encoders import ENCODERS
+from galfast.experiments.kg_options import KG_ENCODERS, check_kg_model_options
 from galfast.gal import SensitiveAttribute, check_walkable, parse_pairing
 from galfast.train import GALConfig
 from galfast.train.config import check_number
@@ -56,11 +57,14 @@ class ExperimentConfig:
     device: str = "cpu"
     adv_every: int = 1
     adv_schedule: str = "after"
-    pretrain_epochs: int = 0
+    # None: the setup's default (0; 35 for knowledge graphs).
+    pretrain_epochs: Optional[int] = None
     cuda_graphs: bool = False
     dataset_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
     # "separate" (the paper) or "joint": how the encoder takes the adversary's gradient.
     adv_update: str = "separate"
+    # Settings of the setup's model (knowledge graphs: galfast.experiments.kg_options).
+    model_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
         for name, check in (
@@ -73,6 +77,7 @@ class ExperimentConfig:
             ("device", self._check_device),
             ("cuda_graphs", self._check_cuda_graphs),
             ("dataset_options", self._check_dataset_options),
+            ("model_options", self._check_model_options),
         ):
             try:
                 check()
@@ -121,8 +126,32 @@ class ExperimentConfig:
             raise ValueError(f"{self.dataset} is generated: it reads no root folder")
 
     def _check_encoder(self) -> None:
-        if self.encoder not in ENCODERS:
-            raise ValueError(f"unknown encoder {self.encoder!r}; expected one of {ENCODERS}")
+        if self.encoder not in ENCODERS + KG_ENCODERS:
+            raise ValueError(
+                f"unknown encoder {self.encoder!r}; expected one of {ENCODERS + KG_ENCODERS}"
+            )
+        if self.dataset in KG_NAMES and self.encoder not in KG_ENCODERS:
+            raise ValueError(
+                f"{self.dataset} is a knowledge graph: its encoder is one of {KG_ENCODERS}, "
+                f"not {self.encoder!r}"
+            )
+        if self.dataset not in KG_NAMES and self.encoder in KG_ENCODERS:
+            raise ValueError(
+                f"{self.encoder} encodes knowledge graphs ({', '.join(KG_NAMES)}); "
+                f"{self.dataset} takes one of {ENCODERS}"
+            )
+
+    def _check_model_options(self) -> None:
+        keys = [key for key, _ in self.model_options]
+        if len(set(keys)) != len(keys):
+            raise ValueError(f"model_options names an option twice: {keys}")
+        if self.dataset in KG_NAMES:
+            check_kg_model_options(self.model_options)
+        elif self.model_options:
+            raise ValueError(
+                f"model options apply to the knowledge-graph setup ({', '.join(KG_NAMES)}); "
+                f"{self.dataset} takes none"
+            )
 
     def _check_attacks(self) -> None:
         # The audit walks in sample_nhop's default ("paper") mode.
@@ -180,7 +209,7 @@ class ExperimentConfig:
             pairing=self.pairing,
             adv_every=self.adv_every,
             adv_schedule=self.adv_schedule,
-            pretrain_epochs=self.pretrain_epochs,
+            pretrain_epochs=self.pretrain_epochs or 0,
             adv_update=self.adv_update,
             seed=self.seed,
             **setup,
@@ -190,6 +219,7 @@ class ExperimentConfig:
         out = asdict(self)
         out["attacks"], out["attackers"] = list(self.attacks), list(self.attackers)
         out["dataset_options"] = dict(self.dataset_options)
+        out["model_options"] = dict(self.model_options)
         return out
 
 

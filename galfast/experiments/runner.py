@@ -7,15 +7,23 @@ from __future__ import annotations
 
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Optional, Union
 
 import torch
 
 from galfast.audit import audit, audit_split
-from galfast.datasets import GraphDataset, MissingFeaturesWarning, RatingDataset, load
+from galfast.datasets import (
+    GraphDataset,
+    KnowledgeGraphDataset,
+    MissingFeaturesWarning,
+    RatingDataset,
+    load,
+)
 from galfast.experiments.config import ConfigError, ExperimentConfig, Outcome
+from galfast.experiments.kg_sensitive import kg_sensitive_attribute
+from galfast.experiments.knowledge_graph import KNOWLEDGE_GRAPH
 from galfast.experiments.movielens import MOVIELENS
 from galfast.experiments.planetoid import PLANETOID
 from galfast.experiments.setup import Setup
@@ -33,7 +41,7 @@ __all__ = [
 ]
 
 # Tried in order: the first whose dataset type matches runs the experiment.
-SETUPS: tuple[Setup, ...] = (MOVIELENS, PLANETOID)
+SETUPS: tuple[Setup, ...] = (MOVIELENS, PLANETOID, KNOWLEDGE_GRAPH)
 
 
 def setup_for(dataset: Union[GraphDataset, RatingDataset]) -> Setup:
@@ -68,7 +76,10 @@ def load_dataset(
 def sensitive_attribute(
     dataset: Union[GraphDataset, RatingDataset], name: str
 ) -> SensitiveAttribute:
-    """The dataset's attribute ``name`` as a binary or categorical sensitive attribute."""
+    """The dataset's attribute ``name`` as a binary or categorical sensitive attribute (a
+    knowledge graph's: categorical or multilabel, see :func:`kg_sensitive_attribute`)."""
+    if isinstance(dataset, KnowledgeGraphDataset):
+        return kg_sensitive_attribute(dataset, name)
     if name not in dataset.attributes:
         raise ValueError(
             f"{dataset.name} has no attribute {name!r}; it has {sorted(dataset.attributes)}"
@@ -85,13 +96,15 @@ def sensitive_attribute(
 @dataclass(frozen=True)
 class Prepared:
     """What a run needs before it trains: the dataset, its setup, the sensitive attributes to
-    hide (the first is the run's primary one) and the resolved epochs."""
+    hide (the first is the run's primary one) and the resolved epochs (``pretrain_epochs``:
+    the task-only ones among them)."""
 
     dataset: Union[GraphDataset, RatingDataset]
     setup: Setup
     attributes: tuple[SensitiveAttribute, ...]
     epochs: int
     attacker_epochs: int
+    pretrain_epochs: int = 0
 
     @property
     def attribute(self) -> SensitiveAttribute:
@@ -122,7 +135,8 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
         raise ConfigError("attribute", str(error)) from None
     epochs = setup.epochs if cfg.epochs is None else cfg.epochs
     attacker_epochs = setup.attacker_epochs if cfg.attacker_epochs is None else cfg.attacker_epochs
-    return Prepared(dataset, setup, attributes, epochs, attacker_epochs)
+    pretrain = setup.pretrain_epochs if cfg.pretrain_epochs is None else cfg.pretrain_epochs
+    return Prepared(dataset, setup, attributes, epochs, attacker_epochs, pretrain)
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
@@ -144,7 +158,8 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     # it in the same process (a sweep).
     with torch.random.fork_rng(devices=cuda_rng_devices(cfg.device)):
         torch.manual_seed(cfg.seed)
-        z, task = setup.train(cfg, dataset, attributes, epochs, progress)
+        resolved = replace(cfg, pretrain_epochs=prepared.pretrain_epochs)
+        z, task = setup.train(resolved, dataset, attributes, epochs, progress)
     audits = {
         attribute.name: _audit_one(cfg, dataset, z, attribute, attacker_epochs, progress)
         for attribute in attributes
@@ -156,6 +171,7 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         "attribute": primary,
         "epochs": epochs,
         "attacker_epochs": attacker_epochs,
+        "pretrain_epochs": prepared.pretrain_epochs,
         "task_metric": setup.task_metric,
         "task": task,
         **audits[primary],
@@ -176,7 +192,10 @@ def _audit_one(
     progress: bool,
 ) -> dict[str, Any]:
     """The audit of one attribute as the record stores it: ``attack``, ``baseline``, ``audit``."""
-    train_idx, test_idx = audit_split(dataset.attribute_nodes, cfg.seed)
+    nodes = dataset.attribute_nodes
+    if isinstance(nodes, dict):  # a knowledge graph: each attribute known on its own entities
+        nodes = nodes[attribute.name]
+    train_idx, test_idx = audit_split(nodes, cfg.seed)
     report = audit(
         z,
         attribute,

@@ -2,9 +2,11 @@
 # Knowledge graphs: ConvE / DistMult 1-N decoders, their loss, queries and filtered ranking.
 
 from galfast.models.attacker import AttackerMLP
+from galfast.models.compgcn_encoder import CompGCNEncoder
 from galfast.models.conve_decoder import ConvEDecoder
 from galfast.models.distmult_decoder import DistMultDecoder
 from galfast.models.embedding_encoder import EmbeddingEncoder
+from galfast.models.kg_link_predictor import KGLinkPredictor
 from galfast.models.kg_queries import KGQueries, kg_queries, with_inverses
 from galfast.models.link_decoder import DotProductLinkDecoder
 from galfast.models.link_ranking import (
@@ -34,3 +36,4 @@ __all__ += [
     "with_inverses",
 ]
 __all__ += ["MPNN"]
+__all__ += ["CompGCNEncoder", "KGLinkPredictor"]

@@ -22,6 +22,7 @@ from galfast.train.batches import (
 from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery, History
 from galfast.train.config import GALConfig
 from galfast.train.kg_batches import OneToNBatch, OneToNBatches
+from galfast.train.kg_tasks import OneToNHead, OneToNLoss
 from galfast.train.tasks import (
     EdgeHead,
     GraphHead,
@@ -72,3 +73,4 @@ __all__ = [
     "tv_loss",
     "wasserstein_gap",
 ]
+__all__ += ["OneToNHead", "OneToNLoss"]

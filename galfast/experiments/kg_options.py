@@ -1,0 +1,82 @@
+"""The knowledge-graph setup's model settings (``ExperimentConfig.model_options``, the CLI's
+``--model-option KEY=VALUE``): their defaults, the paper's (CompGCN-ConvE as CompGCN's and GAL's
+code configure it), and their checks. Kept apart from the setup so the config can check them
+without importing the training code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["KG_ENCODERS", "KG_MODEL_OPTIONS", "check_kg_model_options", "kg_model_options"]
+
+KG_ENCODERS = ("compgcn",)
+
+# name -> default. Choices and ranges are checked in check_kg_model_options.
+KG_MODEL_OPTIONS: dict[str, Any] = {
+    "decoder": "conve",  # or "distmult"
+    "composition": "corr",  # or "sub", "mult"
+    "dim": 200,  # embedding width; ConvE needs k_w * k_h
+    "init_dim": 100,  # learned initial embeddings (CompGCN init_dim)
+    "hidden_dim": 200,  # between two layers (CompGCN gcn_dim)
+    "layers": 1,
+    "num_bases": 0,  # 0: one vector per relation
+    "lr": 0.001,
+    "batch_size": 128,
+    "label_smoothing": 0.1,
+    "conv_dropout": 0.1,  # CompGCN gcn_drop
+    "hidden_dropout": 0.3,  # CompGCN hid_drop, on the encoder's output
+    "feature_dropout": 0.3,  # ConvE feat_drop
+    "decoder_dropout": 0.3,  # ConvE hid_drop2
+    "k_w": 10,
+    "k_h": 20,
+    "num_filters": 200,
+    "kernel_size": 7,
+    "max_batches": None,  # None: every query each epoch; N: the first N batches of each
+    # epoch's seeded order (reduced CPU runs only; the paper trains on all)
+}
+
+_CHOICES = {
+    "decoder": ("conve", "distmult"),
+    "composition": ("sub", "mult", "corr"),
+    "layers": (1, 2),
+}
+_RATES = ("label_smoothing", "conv_dropout", "hidden_dropout", "feature_dropout", "decoder_dropout")
+
+
+def kg_model_options(options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
+    """The defaults updated by ``options`` (checked)."""
+    check_kg_model_options(options)
+    return {**KG_MODEL_OPTIONS, **dict(options)}
+
+
+def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> None:
+    """Raises ValueError naming the first unknown or out-of-range setting."""
+    for key, value in options:
+        if key not in KG_MODEL_OPTIONS:
+            raise ValueError(
+                f"the knowledge-graph setup takes no model option {key!r}; its options are "
+                f"{', '.join(KG_MODEL_OPTIONS)}"
+            )
+        if key in _CHOICES:
+            if value not in _CHOICES[key] or isinstance(value, bool):
+                raise ValueError(
+                    f"model option {key} must be one of {_CHOICES[key]}, got {value!r}"
+                )
+        elif key in _RATES:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+                raise ValueError(f"model option {key} must lie in [0, 1), got {value!r}")
+        elif key == "lr":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ValueError(f"model option lr must be a positive number, got {value!r}")
+        elif key == "max_batches" and value is None:
+            continue
+        else:
+            minimum = 0 if key == "num_bases" else 1
+            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+                raise ValueError(f"model option {key} must be an int >= {minimum}, got {value!r}")
+    merged = {**KG_MODEL_OPTIONS, **dict(options)}
+    if merged["decoder"] == "conve" and merged["dim"] != merged["k_w"] * merged["k_h"]:
+        raise ValueError(
+            f"the ConvE decoder needs dim = k_w * k_h, got dim={merged['dim']}, "
+            f"k_w={merged['k_w']}, k_h={merged['k_h']}"
+        )
