@@ -16,7 +16,7 @@ from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError, option_for
 from galfast.datasets import DATASET_NAMES, DatasetNotFoundError
 from galfast.experiments import ConfigError, ExperimentConfig, Prepared, prepare
-from galfast.experiments.encoders import ENCODERS
+from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.gal.pairing import check_walkable, parse_pairing
 
 __all__ = [
@@ -189,7 +189,12 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         help="extra dataset-loader argument, repeatable, the last of a KEY wins (e.g. "
         "num_users=1000 for synthetic-movielens)",
     )
-    parser.add_argument("--encoder", choices=ENCODERS, default="gcn", help="message-passing layer")
+    parser.add_argument(
+        "--encoder",
+        choices=ENCODERS + MOLECULE_ENCODERS,
+        default="gcn",
+        help="message-passing layer; mpnn (NNConv + GRU + Set2Set) for qm9, and only there",
+    )
     parser.add_argument(
         "--attribute",
         default=None,

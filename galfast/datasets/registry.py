@@ -11,11 +11,13 @@ from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
 from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
 from galfast.datasets.movielens_loader import movielens
 from galfast.datasets.planetoid_loader import PLANETOID_NAMES, planetoid
+from galfast.datasets.qm9_loader import qm9
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.datasets.synthetic_movielens import synthetic_movielens
 
 __all__ = ["DATASET_NAMES", "load", "loader_options", "synthetic"]
+__all__ += ["MOLECULE_NAMES"]
 
 DATASET_NAMES = (
     "movielens-1m",
@@ -24,7 +26,11 @@ DATASET_NAMES = (
     "synthetic-graph",
     "synthetic-movielens",
     *KG_NAMES,
+    "qm9",
 )
+
+# Datasets of whole molecules (a MoleculeDataset): trained with the MPNN encoder only.
+MOLECULE_NAMES = ("qm9",)
 
 _SYNTHETIC = {"graph": synthetic_graph, "movielens": synthetic_movielens}
 _KNOWLEDGE_GRAPHS = {"fb15k-237": fb15k_237, "wn18rr": wn18rr}
@@ -45,6 +51,8 @@ def _loader(name: str) -> Callable[..., Any]:
         return planetoid
     if name in _KNOWLEDGE_GRAPHS:
         return _KNOWLEDGE_GRAPHS[name]
+    if name == "qm9":
+        return qm9
     return _SYNTHETIC[name.removeprefix("synthetic-")]
 
 
@@ -73,6 +81,8 @@ def load(
     `kwargs` go to the loader (e.g. ``download=False``, ``num_users=...``).
     ``fb15k-237`` and ``wn18rr`` give a :class:`KnowledgeGraphDataset` (fixed splits: `seed`
     changes nothing).
+    ``qm9`` gives a :class:`MoleculeDataset` (options ``source``, ``download``, ``workers``;
+    `seed` changes nothing: the QM9 setup splits it).
 
     Example:
         >>> load("citeseer", root="../shared/data").num_nodes
@@ -90,6 +100,8 @@ def load(
         return planetoid(name, root, seed, **kwargs)
     if name in _KNOWLEDGE_GRAPHS:
         return _KNOWLEDGE_GRAPHS[name](root, **kwargs)
+    if name == "qm9":
+        return qm9(root, **kwargs)
     if root is not None:
         raise ValueError(f"{name} is generated, it takes no root")
     return synthetic(name.removeprefix("synthetic-"), seed=seed, **kwargs)

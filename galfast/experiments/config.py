@@ -11,8 +11,8 @@ from torch import Tensor
 from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES
-from galfast.datasets.registry import loader_options
-from galfast.experiments.encoders import ENCODERS
+from galfast.datasets.registry import MOLECULE_NAMES, loader_options
+from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.gal import SensitiveAttribute, check_walkable, parse_pairing
 from galfast.train import GALConfig
 from galfast.train.config import check_number
@@ -119,8 +119,20 @@ class ExperimentConfig:
             raise ValueError(f"{self.dataset} is generated: it reads no root folder")
 
     def _check_encoder(self) -> None:
-        if self.encoder not in ENCODERS:
-            raise ValueError(f"unknown encoder {self.encoder!r}; expected one of {ENCODERS}")
+        if self.encoder not in ENCODERS + MOLECULE_ENCODERS:
+            raise ValueError(
+                f"unknown encoder {self.encoder!r}; expected one of {ENCODERS + MOLECULE_ENCODERS}"
+            )
+        if self.encoder in MOLECULE_ENCODERS and self.dataset not in MOLECULE_NAMES:
+            raise ValueError(
+                f"{self.encoder} encodes molecules (edge features, one embedding per molecule): "
+                f"use it with a molecule dataset ({', '.join(MOLECULE_NAMES)}), not {self.dataset}"
+            )
+        if self.dataset in MOLECULE_NAMES and self.encoder not in MOLECULE_ENCODERS:
+            raise ValueError(
+                f"{self.dataset} trains the paper's MPNN on molecules: use encoder "
+                f"{' or '.join(MOLECULE_ENCODERS)}, not {self.encoder}"
+            )
 
     def _check_attacks(self) -> None:
         # The audit walks in sample_nhop's default ("paper") mode.
