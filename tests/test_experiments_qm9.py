@@ -148,3 +148,20 @@ def test_cli_refuses_mpnn_off_molecules_in_one_line(capsys):
     assert main(["run", "--dataset", "cora", "--encoder", "mpnn", "--epochs", "1"]) != 0
     error = capsys.readouterr().err.strip().splitlines()
     assert error[-1].startswith("galfast run: error: --encoder: mpnn encodes molecules")
+
+
+def test_molecules_option_keeps_a_seeded_subset_molecule_for_molecule(root):
+    from galfast.datasets import load
+
+    full = qm9(root, source="canonical", download=False)
+    part = load("qm9", root=root, molecules=3, **dict(OPTIONS))
+    assert len(part) == 3 and "subset of 3 of the 6" in part.notes[-1]
+    kept = [full.ids.tolist().index(i) for i in part.ids.tolist()]
+    assert kept == sorted(kept)
+    whole, picked = full.batch(kept), part.batch([0, 1, 2])
+    for name in ("x", "z", "pos", "edge_index", "edge_attr", "batch", "y"):
+        assert torch.equal(getattr(whole, name), getattr(picked, name)), name
+    assert torch.equal(part.attributes["alpha"], full.attributes["alpha"][kept])
+    assert part.ids.equal(load("qm9", root=root, molecules=3, **dict(OPTIONS)).ids)
+    with pytest.raises(ValueError, match=r"count must be an int in \[1, 6\]"):
+        full.subset(7)

@@ -9,6 +9,7 @@ from typing import Any, Callable, Optional, Union
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
 from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
+from galfast.datasets.molecule_dataset import MoleculeDataset
 from galfast.datasets.movielens_loader import movielens
 from galfast.datasets.planetoid_loader import PLANETOID_NAMES, planetoid
 from galfast.datasets.qm9_loader import qm9
@@ -52,8 +53,22 @@ def _loader(name: str) -> Callable[..., Any]:
     if name in _KNOWLEDGE_GRAPHS:
         return _KNOWLEDGE_GRAPHS[name]
     if name == "qm9":
-        return qm9
+        return qm9_for_runs
     return _SYNTHETIC[name.removeprefix("synthetic-")]
+
+
+def qm9_for_runs(
+    root: Optional[Union[str, Path]] = None,
+    *,
+    source: str = "auto",
+    download: bool = True,
+    workers: Optional[int] = None,
+    molecules: Optional[int] = None,
+) -> MoleculeDataset:
+    """:func:`qm9` by name, with ``molecules``: keep that many, drawn by a seeded shuffle
+    (:meth:`MoleculeDataset.subset`), for reduced runs on small machines."""
+    dataset = qm9(root, source=source, download=download, workers=workers)
+    return dataset if molecules is None else dataset.subset(molecules)
 
 
 # What load() passes itself: never a loader option.
@@ -81,7 +96,8 @@ def load(
     `kwargs` go to the loader (e.g. ``download=False``, ``num_users=...``).
     ``fb15k-237`` and ``wn18rr`` give a :class:`KnowledgeGraphDataset` (fixed splits: `seed`
     changes nothing).
-    ``qm9`` gives a :class:`MoleculeDataset` (options ``source``, ``download``, ``workers``;
+    ``qm9`` gives a :class:`MoleculeDataset` (options ``source``, ``download``, ``workers``,
+    ``molecules`` for a seeded subset;
     `seed` changes nothing: the QM9 setup splits it).
 
     Example:
@@ -101,7 +117,7 @@ def load(
     if name in _KNOWLEDGE_GRAPHS:
         return _KNOWLEDGE_GRAPHS[name](root, **kwargs)
     if name == "qm9":
-        return qm9(root, **kwargs)
+        return qm9_for_runs(root, **kwargs)
     if root is not None:
         raise ValueError(f"{name} is generated, it takes no root")
     return synthetic(name.removeprefix("synthetic-"), seed=seed, **kwargs)
