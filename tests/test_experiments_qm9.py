@@ -165,3 +165,21 @@ def test_molecules_option_keeps_a_seeded_subset_molecule_for_molecule(root):
     assert part.ids.equal(load("qm9", root=root, molecules=3, **dict(OPTIONS)).ids)
     with pytest.raises(ValueError, match=r"count must be an int in \[1, 6\]"):
         full.subset(7)
+
+
+def test_wasserstein_is_refused_for_the_continuous_attribute_up_front():
+    with pytest.raises(ConfigError, match="continuous attribute: distance wasserstein") as error:
+        ExperimentConfig(dataset="qm9", encoder="mpnn", distance="wasserstein", lam=0.5)
+    assert error.value.field == "distance"
+
+
+def test_cli_sweep_plots_the_attacker_mae(root, tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = ["sweep", "--dataset", "qm9", "--root", root, "--option", "source=canonical"]
+    argv += ["--option", "download=False", "--encoder", "mpnn", "--lam", "0,0.5"]
+    argv += ["--distance", "tv", "--epochs", "1", "--attacker-epochs", "1", "--seeds", "1"]
+    assert main([*argv, "--audit", "fast", "--quiet", "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert "node mae" in capsys.readouterr().out
+    assert any(path.suffix == ".png" for path in out.iterdir())
+    assert "mae" in json.dumps(summary)

@@ -65,6 +65,7 @@ class ExperimentConfig:
             ("attribute", self._check_attribute),
             ("dataset", self._check_dataset),
             ("encoder", self._check_encoder),
+            ("distance", self._check_molecule_distance),
             ("attacks", self._check_attacks),
             ("attackers", self._check_attackers),
             ("audit_strength", self._check_audit_strength),
@@ -132,6 +133,15 @@ class ExperimentConfig:
             raise ValueError(
                 f"{self.dataset} trains the paper's MPNN on molecules: use encoder "
                 f"{' or '.join(MOLECULE_ENCODERS)}, not {self.encoder}"
+            )
+
+    def _check_molecule_distance(self) -> None:
+        # Molecule datasets hide a continuous attribute (QM9's alpha): the Wasserstein dual
+        # compares class-conditional means, which a continuous attribute does not have.
+        if self.dataset in MOLECULE_NAMES and self.distance == "wasserstein":
+            raise ValueError(
+                f"{self.dataset} hides a continuous attribute: distance wasserstein needs "
+                "classes; use tv"
             )
 
     def _check_attacks(self) -> None:
