@@ -79,3 +79,23 @@ def test_graph_input_equals_edge_index_input():
     torch.testing.assert_close(
         model(x, graph, edge_attr[order], batch), model(x, edge_index, edge_attr, batch)
     )
+
+
+def test_readout_is_pygs_set2set_output_and_embed_continues_it():
+    edge_index, n, batch, edge_attr = molecule_batch(5, seed=6, complete=True)
+    torch.manual_seed(1)
+    ours = MPNN(in_channels=11, dim=8).double()
+    theirs = PyGNet(11, 8, 1).double()
+    theirs.load_state_dict(ours.state_dict(), strict=True)
+    x, edge_attr = torch.randn(n, 11, dtype=torch.float64), edge_attr.double()
+    out = F.relu(theirs.lin0(x))
+    h = out.unsqueeze(0)
+    for _ in range(3):
+        out, h = theirs.gru(F.relu(theirs.conv(out, edge_index, edge_attr)).unsqueeze(0), h)
+        out = out.squeeze(0)
+    expected = theirs.set2set(out, batch)
+    readout = ours.readout(x, edge_index, edge_attr, batch)
+    assert readout.shape == (5, 16)
+    torch.testing.assert_close(readout, expected)
+    embedding = ours.embed(x, edge_index, edge_attr, batch)
+    torch.testing.assert_close(embedding, F.relu(ours.lin1(readout)))

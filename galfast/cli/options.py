@@ -16,7 +16,7 @@ from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError, option_for
 from galfast.datasets import DATASET_NAMES, DatasetNotFoundError
 from galfast.experiments import ConfigError, ExperimentConfig, Prepared, prepare
-from galfast.experiments.encoders import ENCODERS
+from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.experiments.kg_options import KG_ENCODERS
 from galfast.gal.pairing import check_walkable, parse_pairing
 
@@ -193,9 +193,10 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
     )
     parser.add_argument(
         "--encoder",
-        choices=(*ENCODERS, *KG_ENCODERS),
+        choices=(*ENCODERS, *KG_ENCODERS, *MOLECULE_ENCODERS),
         default="gcn",
-        help="message-passing layer; compgcn for the knowledge graphs (fb15k-237, wn18rr)",
+        help="message-passing layer; compgcn for the knowledge graphs (fb15k-237, wn18rr), mpnn "
+        "(NNConv + GRU + Set2Set) for qm9",
     )
     parser.add_argument(
         "--model-option",

@@ -18,6 +18,7 @@ METRIC_RANGE: dict[str, tuple[float, Optional[float]]] = {
     "balanced_accuracy": (0.0, 1.0),
     "auc": (0.0, 1.0),
     "rmse": (0.0, None),
+    "mae": (0.0, None),
 }
 
 # A task score that a guess reaches: the line the task axis is read against.
@@ -61,9 +62,12 @@ def plot_tradeoff(
         points = series[distance]
         lams = [lam for lam, _ in points]
         top, bottom = axes[0][col], axes[1][col]
-        for attack in points[0][1]["attack"]:
-            stats = [s["attack"][attack]["macro_f1"] for _, s in points]
-            _band(top, lams, stats, f"{attack} attacker", "macro_f1", ci_over)
+        first = points[0][1]["attack"]
+        # Continuous attributes (QM9's alpha) are scored by the attacker's MAE, not macro-F1.
+        scored = "macro_f1" if all("macro_f1" in cells for cells in first.values()) else "mae"
+        for attack in first:
+            stats = [s["attack"][attack][scored] for _, s in points]
+            _band(top, lams, stats, f"{attack} attacker", scored, ci_over)
         chance = points[0][1]["attack"][next(iter(points[0][1]["attack"]))]["chance_macro_f1"]
         if chance is not None:
             top.axhline(chance, color="grey", linestyle="--", linewidth=1, label="majority class")
@@ -79,7 +83,7 @@ def plot_tradeoff(
                 label=f"chance ({metric} {_TASK_CHANCE[metric]:g})",
             )
         top.set_title(f"{title} {distance}".strip())
-        top.set_ylabel("attacker macro-F1")
+        top.set_ylabel("attacker macro-F1" if scored == "macro_f1" else f"attacker {scored}")
         bottom.set_ylabel(f"task {metric}")
         bottom.set_xlabel("lambda")
         top.legend(fontsize=8)

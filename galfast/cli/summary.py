@@ -13,6 +13,9 @@ __all__ = ["ATTACK_METRICS", "by_attribute", "format_table", "summarize_runs"]
 # score; for binary attributes balanced accuracy is what the paper's MovieLens "AUC" column
 # computed (thresholded predictions), auc the ranking ROC-AUC.
 ATTACK_METRICS = ("macro_f1", "balanced_accuracy", "auc")
+# Continuous attributes (QM9's polarizability) have no classes: the attacker's MAE, in the
+# attribute's units (lower = more leaked).
+ATTACK_METRICS += ("mae",)
 
 
 def by_attribute(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Union
 
 import torch
@@ -145,6 +145,33 @@ class MoleculeDataset:
             y=self.y[ids],
             ids=ids,
             graph=MoleculeBatch.csr_graph(edge_index, num_nodes),
+        )
+
+    def subset(self, count: int, seed: int = 0) -> MoleculeDataset:
+        """`count` molecules drawn by a seeded shuffle (kept in dataset order): a smaller
+        dataset for reduced runs, noted in ``notes``."""
+        g = len(self)
+        if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= g:
+            raise ValueError(f"count must be an int in [1, {g}], got {count!r}")
+        generator = torch.Generator().manual_seed(seed)
+        ids = torch.randperm(g, generator=generator)[:count].sort().values.to(self.y.device)
+        atoms, edges = self.node_ptr.diff()[ids], self.edge_ptr.diff()[ids]
+        atom_rows = ranges(self.node_ptr[ids], atoms)
+        edge_cols = ranges(self.edge_ptr[ids], edges)
+        zero = atoms.new_zeros(1)
+        return replace(
+            self,
+            x=self.x[atom_rows],
+            z=self.z[atom_rows],
+            pos=self.pos[atom_rows],
+            edge_index=self.edge_index[:, edge_cols],
+            edge_attr=self.edge_attr[edge_cols],
+            node_ptr=torch.cat([zero, atoms.cumsum(0)]),
+            edge_ptr=torch.cat([zero, edges.cumsum(0)]),
+            y=self.y[ids],
+            ids=self.ids[ids],
+            attributes={key: values[ids] for key, values in self.attributes.items()},
+            notes=(*self.notes, f"A subset of {count} of the {g} molecules (seed {seed})."),
         )
 
     def to(self, device: Any) -> MoleculeDataset:

@@ -9,14 +9,17 @@ from typing import Any, Callable, Optional, Union
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
 from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
+from galfast.datasets.molecule_dataset import MoleculeDataset
 from galfast.datasets.movielens_loader import movielens
 from galfast.datasets.planetoid_loader import PLANETOID_NAMES, planetoid
+from galfast.datasets.qm9_loader import qm9
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.datasets.synthetic_movielens import synthetic_movielens
 from galfast.datasets.synthetic_movielens_1m import synthetic_movielens_1m
 
 __all__ = ["DATASET_NAMES", "load", "loader_options", "synthetic"]
+__all__ += ["MOLECULE_NAMES"]
 
 DATASET_NAMES = (
     "movielens-1m",
@@ -26,7 +29,11 @@ DATASET_NAMES = (
     "synthetic-movielens",
     "synthetic-movielens-1m",
     *KG_NAMES,
+    "qm9",
 )
+
+# Datasets of whole molecules (a MoleculeDataset): trained with the MPNN encoder only.
+MOLECULE_NAMES = ("qm9",)
 
 _SYNTHETIC = {"graph": synthetic_graph, "movielens": synthetic_movielens}
 # The calibrated ML-1M stand-in (fixed size; see docs/results.md).
@@ -49,7 +56,23 @@ def _loader(name: str) -> Callable[..., Any]:
         return planetoid
     if name in _KNOWLEDGE_GRAPHS:
         return _KNOWLEDGE_GRAPHS[name]
+    if name == "qm9":
+        return qm9_for_runs
     return _SYNTHETIC[name.removeprefix("synthetic-")]
+
+
+def qm9_for_runs(
+    root: Optional[Union[str, Path]] = None,
+    *,
+    source: str = "auto",
+    download: bool = True,
+    workers: Optional[int] = None,
+    molecules: Optional[int] = None,
+) -> MoleculeDataset:
+    """:func:`qm9` by name, with ``molecules``: keep that many, drawn by a seeded shuffle
+    (:meth:`MoleculeDataset.subset`), for reduced runs on small machines."""
+    dataset = qm9(root, source=source, download=download, workers=workers)
+    return dataset if molecules is None else dataset.subset(molecules)
 
 
 # What load() passes itself: never a loader option.
@@ -77,6 +100,9 @@ def load(
     `kwargs` go to the loader (e.g. ``download=False``, ``num_users=...``).
     ``fb15k-237`` and ``wn18rr`` give a :class:`KnowledgeGraphDataset` (fixed splits: `seed`
     changes nothing).
+    ``qm9`` gives a :class:`MoleculeDataset` (options ``source``, ``download``, ``workers``,
+    ``molecules`` for a seeded subset;
+    `seed` changes nothing: the QM9 setup splits it).
 
     Example:
         >>> load("citeseer", root="../shared/data").num_nodes
@@ -94,6 +120,8 @@ def load(
         return planetoid(name, root, seed, **kwargs)
     if name in _KNOWLEDGE_GRAPHS:
         return _KNOWLEDGE_GRAPHS[name](root, **kwargs)
+    if name == "qm9":
+        return qm9_for_runs(root, **kwargs)
     if root is not None:
         raise ValueError(f"{name} is generated, it takes no root")
     return synthetic(name.removeprefix("synthetic-"), seed=seed, **kwargs)

@@ -11,8 +11,8 @@ from torch import Tensor
 from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES, KG_NAMES
-from galfast.datasets.registry import loader_options
-from galfast.experiments.encoders import ENCODERS
+from galfast.datasets.registry import MOLECULE_NAMES, loader_options
+from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.experiments.kg_options import KG_ENCODERS, check_kg_model_options
 from galfast.gal import SensitiveAttribute, check_walkable, parse_pairing
 from galfast.train import GALConfig
@@ -71,6 +71,7 @@ class ExperimentConfig:
             ("attribute", self._check_attribute),
             ("dataset", self._check_dataset),
             ("encoder", self._check_encoder),
+            ("distance", self._check_molecule_distance),
             ("attacks", self._check_attacks),
             ("attackers", self._check_attackers),
             ("audit_strength", self._check_audit_strength),
@@ -126,10 +127,9 @@ class ExperimentConfig:
             raise ValueError(f"{self.dataset} is generated: it reads no root folder")
 
     def _check_encoder(self) -> None:
-        if self.encoder not in ENCODERS + KG_ENCODERS:
-            raise ValueError(
-                f"unknown encoder {self.encoder!r}; expected one of {ENCODERS + KG_ENCODERS}"
-            )
+        known = ENCODERS + KG_ENCODERS + MOLECULE_ENCODERS
+        if self.encoder not in known:
+            raise ValueError(f"unknown encoder {self.encoder!r}; expected one of {known}")
         if self.dataset in KG_NAMES and self.encoder not in KG_ENCODERS:
             raise ValueError(
                 f"{self.dataset} is a knowledge graph: its encoder is one of {KG_ENCODERS}, "
@@ -139,6 +139,16 @@ class ExperimentConfig:
             raise ValueError(
                 f"{self.encoder} encodes knowledge graphs ({', '.join(KG_NAMES)}); "
                 f"{self.dataset} takes one of {ENCODERS}"
+            )
+        if self.encoder in MOLECULE_ENCODERS and self.dataset not in MOLECULE_NAMES:
+            raise ValueError(
+                f"{self.encoder} encodes molecules (edge features, one embedding per molecule): "
+                f"use it with a molecule dataset ({', '.join(MOLECULE_NAMES)}), not {self.dataset}"
+            )
+        if self.dataset in MOLECULE_NAMES and self.encoder not in MOLECULE_ENCODERS:
+            raise ValueError(
+                f"{self.dataset} trains the paper's MPNN on molecules: use encoder "
+                f"{' or '.join(MOLECULE_ENCODERS)}, not {self.encoder}"
             )
 
     def _check_model_options(self) -> None:
@@ -151,6 +161,15 @@ class ExperimentConfig:
             raise ValueError(
                 f"model options apply to the knowledge-graph setup ({', '.join(KG_NAMES)}); "
                 f"{self.dataset} takes none"
+            )
+
+    def _check_molecule_distance(self) -> None:
+        # Molecule datasets hide a continuous attribute (QM9's alpha): the Wasserstein dual
+        # compares class-conditional means, which a continuous attribute does not have.
+        if self.dataset in MOLECULE_NAMES and self.distance == "wasserstein":
+            raise ValueError(
+                f"{self.dataset} hides a continuous attribute: distance wasserstein needs "
+                "classes; use tv"
             )
 
     def _check_attacks(self) -> None:

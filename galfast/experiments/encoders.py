@@ -11,8 +11,12 @@ from galfast.models import EmbeddingEncoder
 from galfast.nn import ChebConv, GATConv, GCNConv, GINConv, SAGEConv
 
 __all__ = ["ENCODERS", "GNNStack", "make_conv", "make_encoder"]
+__all__ += ["MOLECULE_ENCODERS"]
 
 ENCODERS = ("gcn", "gat", "cheb", "sage", "gin")
+# Encoders of whole molecules (edge features, a Set2Set readout): QM9's MPNN
+# (galfast.models.MPNN, built by the qm9 setup).
+MOLECULE_ENCODERS = ("mpnn",)
 
 
 def make_conv(kind: str, in_dim: int, out_dim: int) -> nn.Module:

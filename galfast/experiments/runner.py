@@ -21,11 +21,13 @@ from galfast.datasets import (
     RatingDataset,
     load,
 )
+from galfast.datasets.molecule_dataset import MoleculeDataset
 from galfast.experiments.config import ConfigError, ExperimentConfig, Outcome
 from galfast.experiments.kg_sensitive import kg_sensitive_attribute
 from galfast.experiments.knowledge_graph import KNOWLEDGE_GRAPH
 from galfast.experiments.movielens import MOVIELENS
 from galfast.experiments.planetoid import PLANETOID
+from galfast.experiments.qm9 import QM9
 from galfast.experiments.setup import Setup
 from galfast.gal import SensitiveAttribute, cuda_rng_devices
 
@@ -40,8 +42,11 @@ __all__ = [
     "setup_for",
 ]
 
+# The audit attacks an ExperimentConfig names by default.
+_DEFAULT_ATTACKS = ExperimentConfig.__dataclass_fields__["attacks"].default
+
 # Tried in order: the first whose dataset type matches runs the experiment.
-SETUPS: tuple[Setup, ...] = (MOVIELENS, PLANETOID, KNOWLEDGE_GRAPH)
+SETUPS: tuple[Setup, ...] = (MOVIELENS, PLANETOID, KNOWLEDGE_GRAPH, QM9)
 
 
 def setup_for(dataset: Union[GraphDataset, RatingDataset]) -> Setup:
@@ -77,13 +82,16 @@ def sensitive_attribute(
     dataset: Union[GraphDataset, RatingDataset], name: str
 ) -> SensitiveAttribute:
     """The dataset's attribute ``name`` as a binary or categorical sensitive attribute (a
-    knowledge graph's: categorical or multilabel, see :func:`kg_sensitive_attribute`)."""
+    knowledge graph's: categorical or multilabel, see :func:`kg_sensitive_attribute`; a
+    continuous one, known for every molecule, for a :class:`MoleculeDataset`)."""
     if isinstance(dataset, KnowledgeGraphDataset):
         return kg_sensitive_attribute(dataset, name)
     if name not in dataset.attributes:
         raise ValueError(
             f"{dataset.name} has no attribute {name!r}; it has {sorted(dataset.attributes)}"
         )
+    if isinstance(dataset, MoleculeDataset):
+        return SensitiveAttribute(name, "continuous", dataset.attributes[name])
     classes = len(dataset.attribute_classes[name])
     values = dataset.attributes[name]
     if classes == 2:
@@ -105,6 +113,8 @@ class Prepared:
     epochs: int
     attacker_epochs: int
     pretrain_epochs: int = 0
+    # The audit attacks the setup admits among those the config names (empty: all of them).
+    attacks: tuple[str, ...] = ()
 
     @property
     def attribute(self) -> SensitiveAttribute:
@@ -136,7 +146,37 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
     epochs = setup.epochs if cfg.epochs is None else cfg.epochs
     attacker_epochs = setup.attacker_epochs if cfg.attacker_epochs is None else cfg.attacker_epochs
     pretrain = setup.pretrain_epochs if cfg.pretrain_epochs is None else cfg.pretrain_epochs
-    return Prepared(dataset, setup, attributes, epochs, attacker_epochs, pretrain)
+    attacks = _admitted_attacks(cfg, setup)
+    return Prepared(
+        dataset,
+        setup,
+        attributes,
+        epochs,
+        attacker_epochs,
+        pretrain_epochs=pretrain,
+        attacks=attacks,
+    )
+
+
+def _admitted_attacks(cfg: ExperimentConfig, setup: Setup) -> tuple[str, ...]:
+    """``cfg.attacks`` less those the setup's embeddings do not admit when ``cfg`` keeps the
+    default attacks; a training pairing or attacks asked for that do not apply are refused."""
+    if setup.attacks is None:
+        return tuple(cfg.attacks)
+    if cfg.pairing not in setup.attacks:
+        raise ConfigError(
+            "pairing",
+            f"the {setup.name} setup embeds whole graphs, which no graph links: its adversary "
+            f"reads {' or '.join(setup.attacks)}, not {cfg.pairing}",
+        )
+    refused = [a for a in cfg.attacks if a not in setup.attacks]
+    if refused and tuple(cfg.attacks) != _DEFAULT_ATTACKS:
+        raise ConfigError(
+            "attacks",
+            f"the {setup.name} setup embeds whole graphs, which no graph links: only the "
+            f"{', '.join(setup.attacks)} attack applies, not {', '.join(refused)}",
+        )
+    return tuple(a for a in cfg.attacks if a in setup.attacks) or setup.attacks
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
@@ -161,7 +201,7 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         resolved = replace(cfg, pretrain_epochs=prepared.pretrain_epochs)
         z, task = setup.train(resolved, dataset, attributes, epochs, progress)
     audits = {
-        attribute.name: _audit_one(cfg, dataset, z, attribute, attacker_epochs, progress)
+        attribute.name: _audit_one(cfg, prepared, z, attribute, progress)
         for attribute in attributes
     }
     primary = attributes[0].name
@@ -179,33 +219,36 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         "notes": list(dataset.notes),
         "seconds": time.perf_counter() - started,
     }
-    class_names = tuple(dataset.attribute_classes[primary])
+    class_names = tuple(getattr(dataset, "attribute_classes", {}).get(primary, ()))
     return Outcome(record, z.cpu(), attributes[0], class_names)
 
 
 def _audit_one(
     cfg: ExperimentConfig,
-    dataset: Union[GraphDataset, RatingDataset],
+    prepared: Prepared,
     z: torch.Tensor,
     attribute: SensitiveAttribute,
-    attacker_epochs: int,
     progress: bool,
 ) -> dict[str, Any]:
     """The audit of one attribute as the record stores it: ``attack``, ``baseline``, ``audit``."""
-    nodes = dataset.attribute_nodes
-    if isinstance(nodes, dict):  # a knowledge graph: each attribute known on its own entities
-        nodes = nodes[attribute.name]
-    train_idx, test_idx = audit_split(nodes, cfg.seed)
+    dataset, setup = prepared.dataset, prepared.setup
+    if setup.audit_split is not None:
+        train_idx, test_idx = setup.audit_split(dataset, cfg.seed)
+    else:
+        nodes = dataset.attribute_nodes
+        if isinstance(nodes, dict):  # a knowledge graph: each attribute known on its own entities
+            nodes = nodes[attribute.name]
+        train_idx, test_idx = audit_split(nodes, cfg.seed)
     report = audit(
         z,
         attribute,
         train_idx=train_idx,
         test_idx=test_idx,
-        graph=dataset.graph,
-        attacks=cfg.attacks,
+        graph=getattr(dataset, "graph", None),
+        attacks=prepared.attacks or cfg.attacks,
         attackers=cfg.attackers,
         seeds=cfg.audit_seeds,
-        epochs=attacker_epochs,
+        epochs=prepared.attacker_epochs,
         seed=cfg.seed,
         progress=progress,
         strength=cfg.audit_strength,

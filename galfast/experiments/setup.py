@@ -8,7 +8,7 @@ record).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Union
+from typing import Any, Callable, Optional, Union
 
 from torch import Tensor
 
@@ -39,6 +39,11 @@ class Setup:
         train: trains an encoder and measures the task, see :data:`TrainFn`.
         pretrain_epochs: the default task-only epochs before the adversary starts (counted in
             ``epochs``; the knowledge-graph setup's 35).
+        attacks: the audit attacks its embeddings admit (None: any). Whole-graph embeddings
+            (QM9's molecules) have no graph linking them: only ``("node",)``.
+        audit_split: ``(dataset, seed) -> (train_idx, test_idx)``, the rows the audit's
+            attackers train on and are scored on (None: a seeded 80/20 split of the rows
+            where the attribute is known).
     """
 
     name: str
@@ -49,6 +54,8 @@ class Setup:
     task_metric: str
     train: TrainFn
     pretrain_epochs: int = 0
+    attacks: Optional[tuple[str, ...]] = None
+    audit_split: Optional[Callable[[Any, int], tuple[Tensor, Tensor]]] = None
 
     def defaults(self) -> dict[str, Any]:
         return {

@@ -47,7 +47,8 @@ class MPNN(torch.nn.Module):
         :class:`~galfast.Graph`, ``edge_attr`` ``[E, edge_channels]`` (edge_index column
         order, or the Graph's CSR order), ``batch`` ``[N]`` graph ids -> ``[num_graphs,
         out_channels]``; :meth:`embed` gives the ``[num_graphs, dim]`` embeddings :math:`z`
-        that the task head (and GAL's adversary) read.
+        that the task head reads, :meth:`readout` the ``[num_graphs, 2 * dim]`` Set2Set
+        output before ``lin1`` (what GAL's QM9 adversary reads).
 
     Example:
         >>> model = MPNN(in_channels=11, dim=16)
@@ -102,6 +103,18 @@ class MPNN(torch.nn.Module):
         num_graphs: Optional[int] = None,
     ) -> Tensor:
         """The graph embeddings ``[num_graphs, dim]`` (after ``lin1`` and its ReLU)."""
+        return F.relu(self.lin1(self.readout(x, edge_index_or_graph, edge_attr, batch, num_graphs)))
+
+    def readout(
+        self,
+        x: Tensor,
+        edge_index_or_graph: Union[Tensor, Graph],
+        edge_attr: Tensor,
+        batch: Tensor,
+        num_graphs: Optional[int] = None,
+    ) -> Tensor:
+        """The Set2Set readout ``[num_graphs, 2 * dim]``, before ``lin1``: the graph
+        embedding GAL's QM9 adversary and attacker read."""
         if not isinstance(x, Tensor) or x.dim() != 2:
             raise ValueError(f"x must be a [num_nodes, {self.lin0.in_features}] tensor")
         # The CSR and the edge order once for all T steps.
@@ -118,7 +131,7 @@ class MPNN(torch.nn.Module):
             messages = F.relu(self.conv(out, graph, edge_attr))
             out, state = self.gru(messages.unsqueeze(0), state)
             out = out.squeeze(0)
-        return F.relu(self.lin1(self.set2set(out, batch, num_graphs)))
+        return self.set2set(out, batch, num_graphs)
 
     def forward(
         self,
