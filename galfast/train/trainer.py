@@ -550,30 +550,33 @@ class GALTrainer:
 
     def _joint_update(self, z, batch, adversaries, picked) -> tuple[Tensor, dict[str, Tensor]]:
         task_loss = self.task_loss(self.task_head(z, batch), batch)
-        z_rev = grad_reverse(z, self.settings.lam)
-        losses, total = {}, task_loss
-        for adversary, (rows, targets) in zip(adversaries, picked):
-            if rows.numel() == 0:
-                continue
-            attr = adversary.attribute
-            outputs = adversary.attacker(z_rev[rows])
-            check_outputs(attr.name, attr.kind, outputs, targets, attr.num_outputs)
-            loss = adversary_loss(outputs, targets, attr.kind, self.settings.distance)
-            losses[attr.name] = loss.detach()
-            total = total + loss
+        losses, adversarial = self._adversary_losses(
+            grad_reverse(z, self.settings.lam), adversaries, picked
+        )
+        total = task_loss if adversarial is None else task_loss + adversarial
         self.task_optimizer.zero_grad()
         self.adversary_optimizer.zero_grad()
         total.backward()
         self.task_optimizer.step()
         self.adversary_optimizer.step()
-        if self.settings.distance == "wasserstein":
-            for adversary in adversaries:
-                clip_weights(adversary.attacker, self.settings.clip)
+        self._clip_critics(adversaries)
         return task_loss.detach(), losses
 
     def _adversary_update(self, z, adversaries, picked) -> dict[str, Tensor]:
         """One adversary optimizer step on the attackers' losses over ``picked`` rows of z."""
-        z_rev = grad_reverse(z)
+        losses, total = self._adversary_losses(grad_reverse(z), adversaries, picked)
+        if total is not None:
+            self.adversary_optimizer.zero_grad()
+            total.backward()
+            self.adversary_optimizer.step()
+            self._clip_critics(adversaries)
+        return losses
+
+    def _adversary_losses(
+        self, z_rev: Tensor, adversaries, picked
+    ) -> tuple[dict[str, Tensor], Optional[Tensor]]:
+        """Each attacker's loss on its ``picked`` rows of the reversed embeddings (detached, by
+        attribute name) and their sum (None when no attacker had a row)."""
         losses, total = {}, None
         for adversary, (rows, targets) in zip(adversaries, picked):
             if rows.numel() == 0:
@@ -584,14 +587,13 @@ class GALTrainer:
             loss = adversary_loss(outputs, targets, attr.kind, self.settings.distance)
             losses[attr.name] = loss.detach()
             total = loss if total is None else total + loss
-        if total is not None:
-            self.adversary_optimizer.zero_grad()
-            total.backward()
-            self.adversary_optimizer.step()
-            if self.settings.distance == "wasserstein":
-                for adversary in adversaries:
-                    clip_weights(adversary.attacker, self.settings.clip)
-        return losses
+        return losses, total
+
+    def _clip_critics(self, adversaries) -> None:
+        """The Wasserstein critics' weight clipping (their Lipschitz bound) after each step."""
+        if self.settings.distance == "wasserstein":
+            for adversary in adversaries:
+                clip_weights(adversary.attacker, self.settings.clip)
 
     # ---------------------------------------------------------------- embeddings
     @torch.no_grad()
