@@ -162,7 +162,7 @@ def test_no_source_raises_a_clear_error(tmp_path, monkeypatch):
     monkeypatch.setattr(qm9_module, "qm9pack_folder", lambda: None)
     with pytest.raises(DatasetNotFoundError, match=r"galfast\[qm9\].*gdb9\.sdf"):
         qm9(tmp_path, download=False)
-    with pytest.raises(DatasetNotFoundError, match="qm9pack not installed"):
+    with pytest.raises(DatasetNotFoundError, match=r"qm9pack( and rdkit)? not installed"):
         qm9(tmp_path, source="qm9pack")
     with pytest.raises(ValueError, match="unknown QM9 source"):
         qm9(tmp_path, source="pyg")
