@@ -195,25 +195,27 @@ def _check_inputs(
         )
     check_float_dtype("x", x)
     if edge_weight is not None:
-        if not isinstance(edge_weight, Tensor):
-            raise ValueError(
-                f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}"
-            )
-        if edge_weight.shape != (graph.num_edges,):
-            raise ValueError(
-                f"edge_weight must have shape [{graph.num_edges}] (CSR edge order), "
-                f"got {list(edge_weight.shape)}"
-            )
-        if edge_weight.device != x.device:
-            raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
-        if not edge_weight.dtype.is_floating_point:
-            raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
-        # The scan reads the values on the host: skipped while a CUDA graph is captured (a host
-        # sync would break the capture of GALTrainer(cuda_graphs=True)'s steps), where the
-        # same weights were already scanned in the eager warm-up steps.
-        capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
-        if not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
-            raise ValueError("edge_weight contains NaN or infinite values")
+        check_edge_weight(edge_weight, graph.num_edges, x, "CSR edge order")
+
+
+def check_edge_weight(edge_weight: Tensor, num_edges: int, x: Tensor, order: str) -> None:
+    """An op's ``edge_weight``: a finite floating tensor ``[num_edges]`` (in ``order``) on
+    ``x``'s device. The finiteness scan reads the values on the host: it is skipped while
+    tracing and while a CUDA graph is captured (a host sync would break the capture of
+    GALTrainer(cuda_graphs=True)'s steps, whose eager warm-up steps scanned the same weights)."""
+    if not isinstance(edge_weight, Tensor):
+        raise ValueError(f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}")
+    if edge_weight.shape != (num_edges,):
+        raise ValueError(
+            f"edge_weight must have shape [{num_edges}] ({order}), got {list(edge_weight.shape)}"
+        )
+    if edge_weight.device != x.device:
+        raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
+    if not edge_weight.dtype.is_floating_point:
+        raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
+    capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
+    if not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
+        raise ValueError("edge_weight contains NaN or infinite values")
 
 
 def aggregate(

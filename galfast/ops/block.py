@@ -11,7 +11,7 @@ from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import tracing
-from galfast.ops.aggregate import _MAX, _SUM, _aggregate_op, _AggregateEager
+from galfast.ops.aggregate import _MAX, _SUM, _aggregate_op, _AggregateEager, check_edge_weight
 
 __all__ = ["Block", "block_aggregate"]
 
@@ -155,21 +155,8 @@ def _check_inputs(block: Block, x: Tensor, edge_weight: Optional[Tensor], reduce
     if x.device != block.device:
         raise ValueError(f"x is on {x.device} but the block is on {block.device}")
     check_float_dtype("x", x)
-    if edge_weight is None:
-        return
-    if not isinstance(edge_weight, Tensor):
-        raise ValueError(f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}")
-    if edge_weight.shape != (block.num_edges,):
-        raise ValueError(
-            f"edge_weight must have shape [{block.num_edges}] (the block's edge order), "
-            f"got {list(edge_weight.shape)}"
-        )
-    if edge_weight.device != x.device:
-        raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
-    if not edge_weight.dtype.is_floating_point:
-        raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
-    if not tracing() and not bool(torch.isfinite(edge_weight).all()):
-        raise ValueError("edge_weight contains NaN or infinite values")
+    if edge_weight is not None:
+        check_edge_weight(edge_weight, block.num_edges, x, "the block's edge order")
 
 
 def block_aggregate(

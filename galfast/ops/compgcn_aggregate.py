@@ -18,6 +18,7 @@ from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
+from galfast.ops.aggregate import check_edge_weight
 
 __all__ = ["RelationOrder", "compgcn_aggregate", "relation_order"]
 
@@ -295,29 +296,12 @@ def _check_inputs(
                 f"the graph's edge_type holds relation {top} but rel has {rel.size(0)} rows"
             )
     if edge_weight is not None:
-        if not isinstance(edge_weight, Tensor):
-            raise ValueError(
-                f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}"
-            )
-        if edge_weight.shape != (graph.num_edges,):
-            raise ValueError(
-                f"edge_weight must have shape [{graph.num_edges}] (CSR edge order), "
-                f"got {list(edge_weight.shape)}"
-            )
-        if edge_weight.device != x.device:
-            raise ValueError(f"edge_weight is on {edge_weight.device} but x is on {x.device}")
-        if not edge_weight.dtype.is_floating_point:
-            raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
+        check_edge_weight(edge_weight, graph.num_edges, x, "CSR edge order")
         if edge_weight.requires_grad:
             raise ValueError(
                 "edge_weight is a constant of compgcn_aggregate (no gradient flows to it); "
                 "pass edge_weight.detach()"
             )
-        # The scan reads the values on the host: skipped while a CUDA graph is captured, as in
-        # ops.aggregate (the eager warm-up steps scanned the same weights).
-        capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
-        if not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
-            raise ValueError("edge_weight contains NaN or infinite values")
 
 
 def compgcn_aggregate(
