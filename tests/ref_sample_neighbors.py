@@ -15,7 +15,7 @@ import math
 from fractions import Fraction
 from typing import NamedTuple, Optional
 
-from ref_sample_nhop import MASK32, philox4x32_10
+from ref_philox import MASK32, philox4x32_10
 
 
 class RefBlock(NamedTuple):

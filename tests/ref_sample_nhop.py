@@ -1,10 +1,10 @@
 """Plain-Python reference of galfast.ops.sample_nhop, used only by the tests.
 
-It shares nothing with the kernel but the specification (csrc/walk/sample_nhop.h): its own
-Philox4x32-10, adjacency lists built with Python sets, a materialised Fisher-Yates shuffle of a
-copy of each row instead of the swap map, and breadth-first search instead of the bounded
-meet-in-the-middle distance check. Walks drawn with the same counters must match the kernel
-bit for bit.
+It shares nothing with the kernel but the specification (csrc/walk/sample_nhop.h and
+csrc/walk/walk_random.h): its own SplitMix64 hash, adjacency lists built with Python sets, a
+materialised Fisher-Yates shuffle of a copy of each row instead of the swap map, and
+breadth-first search instead of the bounded meet-in-the-middle distance check. Walks drawn
+with the same counters must match the kernel bit for bit.
 """
 
 from __future__ import annotations
@@ -13,34 +13,43 @@ from collections import deque
 from fractions import Fraction
 from typing import Callable, Optional
 
-MASK32 = 0xFFFFFFFF
-_MUL = (0xD2511F53, 0xCD9E8D57)
-_WEYL = (0x9E3779B9, 0xBB67AE85)
+MASK64 = (1 << 64) - 1
+GAMMA = 0x9E3779B97F4A7C15
+REDRAW_BASE = 1 << 40
 
 
-def philox4x32_10(counter: tuple[int, ...], key: tuple[int, int]) -> tuple[int, int, int, int]:
-    """Random123's philox4x32 with 10 rounds: four 32-bit words from a 4-word counter and a
-    2-word key."""
-    c0, c1, c2, c3 = counter
-    k0, k1 = key
-    for round_ in range(10):
-        if round_:
-            k0, k1 = (k0 + _WEYL[0]) & MASK32, (k1 + _WEYL[1]) & MASK32
-        p0, p1 = _MUL[0] * c0, _MUL[1] * c2
-        c0, c1, c2, c3 = (p1 >> 32) ^ c1 ^ k0, p1 & MASK32, (p0 >> 32) ^ c3 ^ k1, p0 & MASK32
-    return c0, c1, c2, c3
+def mix64(z: int) -> int:
+    """SplitMix64's output function (Stafford's variant 13 of the MurmurHash3 finaliser)."""
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & MASK64
+    return z ^ (z >> 31)
 
 
-def philox_uniform(seed: int, walk: int, attempt: int, hop: int, draw: int, n: int) -> int:
-    """The kernel's draw: an integer in [0, n) for draw `draw` of hop `hop` (counter layout in
-    csrc/walk/sample_nhop.h)."""
+def splitmix64_output(state: int, i: int) -> int:
+    """Output i (from 0) of the SplitMix64 stream with state `state`."""
+    return mix64((state + (i + 1) * GAMMA) & MASK64)
+
+
+def pair_bits(seed: int, pair: int, i: int) -> int:
+    """B(p, i) of csrc/walk/walk_random.h: the pair key K(p) (output p of the stream seeded by
+    mix64(seed)) for i = 0, else output i - 1 of the stream seeded by K(p)."""
+    key = splitmix64_output(mix64(seed), pair)
+    return key if i == 0 else splitmix64_output(key, i - 1)
+
+
+def walk_word(seed: int, walk: int, attempt: int, hop: int, draw: int) -> int:
+    """The 32-bit word of draw `draw` of hop `hop` in attempt `attempt` of walk `walk`."""
+    pair, lane = walk // 2, walk % 2
     if draw == 0:
-        group = walk // 4
-        counter, word = (group & MASK32, group >> 32, attempt, hop), walk % 4
-    else:
-        redraw = (1 << 31) | (hop << 16) | ((draw - 1) // 4)
-        counter, word = (walk & MASK32, walk >> 32, attempt, redraw), (draw - 1) % 4
-    return (philox4x32_10(counter, (seed & MASK32, seed >> 32))[word] * n) >> 32
+        return (pair_bits(seed, pair, attempt * 64 + hop) >> (32 * lane)) & 0xFFFFFFFF
+    slot = (attempt * 64 + hop) * 32 + (draw - 1) // 2
+    bits = pair_bits(seed, pair, REDRAW_BASE + slot * 2 + lane)
+    return (bits >> (32 * ((draw - 1) % 2))) & 0xFFFFFFFF
+
+
+def walk_uniform(seed: int, walk: int, attempt: int, hop: int, draw: int, n: int) -> int:
+    """The kernel's draw: an integer in [0, n) (a multiply-shift of walk_word)."""
+    return (walk_word(seed, walk, attempt, hop, draw) * n) >> 32
 
 
 def adjacency(edges: list[tuple[int, int]], num_nodes: int) -> list[list[int]]:
@@ -107,13 +116,13 @@ def reference_sample(
     max_retries: int = 16,
     walk_offset: int = 0,
 ) -> tuple[list, list]:
-    """All walks with the kernel's Philox draws: (ends, paths)."""
+    """All walks with the kernel's draws: (ends, paths)."""
     ends, paths = [], []
     for i, start in enumerate(starts):
         walk = walk_offset + i
 
         def uniform(attempt, hop, draw, n, walk=walk):
-            return philox_uniform(seed, walk, attempt, hop, draw, n)
+            return walk_uniform(seed, walk, attempt, hop, draw, n)
 
         end, path = reference_walk(out_rows, start, hops, mode, uniform, max_retries)
         ends.append(end)

@@ -1,11 +1,11 @@
 """The Python twin of csrc/common/philox.h against Random123's known answers. The kernels are
-in turn checked bit for bit against this twin (test_sample_nhop.py), so together these pin the
-C++/CUDA generator to the published Philox4x32-10."""
+in turn checked bit for bit against this twin (test_sample_neighbors.py), so together these pin
+the C++/CUDA generator to the published Philox4x32-10."""
 
 from __future__ import annotations
 
 import pytest
-from ref_sample_nhop import philox4x32_10, philox_uniform
+from ref_philox import philox4x32_10
 
 # Random123 kat_vectors, the "philox4x32 10" lines: counter (4 words), key (2 words), output.
 KNOWN_ANSWERS = [
@@ -26,22 +26,3 @@ KNOWN_ANSWERS = [
 @pytest.mark.parametrize("counter,key,expected", KNOWN_ANSWERS)
 def test_philox_matches_random123(counter, key, expected):
     assert philox4x32_10(counter, key) == expected
-
-
-def test_uniform_draw_uses_the_documented_counter_layout():
-    seed, walk = 0x0123456789ABCDEF, (7 << 32) | 5
-    key = (0x89ABCDEF, 0x01234567)
-    # the first draw of hop 6 in attempt 3: word walk % 4 = 1 of the block of walks
-    # 4 * (walk // 4) .. + 3, whose counter starts with walk // 4 = (7 << 30) | 1
-    block = philox4x32_10((1 | (3 << 30), 1, 3, 6), key)
-    assert philox_uniform(seed, walk, 3, 6, 0, 1000) == (block[1] * 1000) >> 32
-    # redraw 6 of hop 2: word (6 - 1) % 4 = 1 of the hop's redraw block (6 - 1) // 4 = 1
-    block = philox4x32_10((5, 7, 3, (1 << 31) | (2 << 16) | 1), key)
-    assert philox_uniform(seed, walk, 3, 2, 6, 1000) == (block[1] * 1000) >> 32
-
-
-def test_uniform_draw_covers_the_range_evenly():
-    counts = [0] * 5
-    for walk in range(5000):
-        counts[philox_uniform(42, walk, 0, 0, 0, 5)] += 1
-    assert all(900 < c < 1100 for c in counts), counts

@@ -14,13 +14,10 @@
 // d + uniform(degree - d) of a row whose first d slots hold the earlier picks; a small swap map
 // records the moved slots, so the row is never copied.
 //
-// Randomness: with key = (seed mod 2^32, seed / 2^32) and walk w = walk_offset + i, draw d of
-// hop h in attempt a takes one 32-bit word of philox4x32_10(counter, key):
-//   d = 0 (the first draw of a hop):  word w % 4 of counter (g mod 2^32, g / 2^32, a, h) with
-//                                     g = w / 4 (four walks share a block);
-//   d >= 1 (redraws, rare):           word (d - 1) % 4 of counter
-//                                     (w mod 2^32, w / 2^32, a, 2^31 + h * 2^16 + (d - 1) / 4),
-// mapped to [0, n) by uniform_below. So end[i] and paths[i] are a pure function of
+// Randomness: walk w = walk_offset + i draws from the SplitMix64-based hash of
+// csrc/walk/walk_random.h: draw d of hop h in attempt a is a 32-bit word that depends only on
+// (seed, w, a, h, d) (the first draws of walks 2p and 2p + 1 share one 64-bit hash), mapped to
+// [0, n) by uniform_below. So end[i] and paths[i] are a pure function of
 // (seed, walk_offset + i, starts[i], graph): identical on CPU and CUDA, for any thread count,
 // batch size or chunking.
 //
@@ -55,7 +52,7 @@ struct SampleNhopParams {
                                     // per hop, -1 after a failure
   int64_t num_nodes = 0;
   int64_t num_walks = 0;
-  uint64_t walk_offset = 0;  // number of walk 0 in the Philox counter
+  uint64_t walk_offset = 0;  // number of walk 0 in the random stream
   uint64_t seed = 0;
   int hops = 1;
   uint32_t max_retries = 0;  // kExact only: the last attempt a walk may make

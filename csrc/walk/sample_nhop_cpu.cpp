@@ -1,11 +1,12 @@
 // CPU (OpenMP) n-hop walks. Thread mapping: walks are cut into chunks of kChunk walks handed
-// out dynamically; a thread runs its chunk as a ring of kRing interleaved walkers (the step
-// interleaving of ThunderRW, VLDB'21): each visit advances one walker by one phase and
-// prefetches the memory its next phase reads, so up to kRing cache misses are in flight while
-// the thread works on the other walkers. When the row offsets are small enough to stay in
-// cache, a visit that moves a walker also reads its next row at once (one visit per hop).
-// A walk's result depends only on its own counter-based draws, so neither the ring nor the
-// thread count changes any output.
+// out dynamically. Paper and simple walks run hop-major in blocks (sample_nhop_block.h). Exact
+// walks, which retry and end with a distance check of very different cost, run their chunk as
+// a ring of kRing interleaved walkers (the step interleaving of ThunderRW, VLDB'21): each visit
+// advances one walker by one phase and prefetches the memory its next phase reads, so up to
+// kRing cache misses are in flight while the thread works on the other walkers. When the row
+// offsets are small enough to stay in cache, a visit that moves a walker also reads its next
+// row at once (one visit per hop). A walk's result depends only on its own counter-based draws,
+// so neither the blocks, the ring nor the thread count changes any output.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "common/parallel.h"
 #include "common/prefetch.h"
 #include "walk/sample_nhop.h"
+#include "walk/sample_nhop_block.h"
 #include "walk/sample_nhop_row.h"
 
 namespace galfast {
@@ -31,41 +33,40 @@ constexpr double kHopsPerThread = 65536;
 // graphs like MovieLens-1M (40 KB of offsets), slower on graphs whose offsets miss the cache.
 constexpr int64_t kCachedOffsetsBytes = 512 * 1024;
 
-// The first-draw blocks of the latest walk group at each hop. Four consecutive walks share a
-// block (sample_nhop.h), and the ring launches walks in order and moves them a hop per visit,
-// so they reach each hop one after another: three of four requests are hits, which cuts the
-// Philox work of 1-hop walks to a quarter.
+// The first-draw hash of the latest walk pair at each hop. Two consecutive walks share it
+// (walk_random.h), and the ring launches walks in order and moves them a hop per visit, so
+// they reach each hop one after another: one request in two is a hit.
 class RecentBlocks {
  public:
   RecentBlocks() {
-    for (int h = 0; h < kMaxHops; ++h) group_[h] = ~uint64_t(0);
+    for (int h = 0; h < kMaxHops; ++h) pair_[h] = ~uint64_t(0);
   }
 
-  uint32_t first_word(uint64_t walk, uint32_t attempt, int hop, uint64_t seed) {
-    if (group_[hop] != walk / 4 || attempt_[hop] != attempt) {
-      group_[hop] = walk / 4;
+  uint32_t first_word(uint64_t walk, uint64_t pair_key, uint32_t attempt, int hop) {
+    if (pair_[hop] != walk / 2 || attempt_[hop] != attempt) {
+      pair_[hop] = walk / 2;
       attempt_[hop] = attempt;
-      block_[hop] = first_draw_block(walk / 4, attempt, hop, seed);
+      bits_[hop] = first_draw_pair_bits(pair_key, attempt, hop);
     }
-    return block_[hop].v[walk % 4];
+    return half_of(bits_[hop], walk % 2);
   }
 
  private:
-  uint64_t group_[kMaxHops];
+  uint64_t pair_[kMaxHops];
   uint32_t attempt_[kMaxHops];
-  PhiloxBlock block_[kMaxHops];
+  uint64_t bits_[kMaxHops];
 };
+
+template <typename Index>
+bool offsets_cached(const SampleNhopParams& p) {
+  return (p.num_nodes + 1) * static_cast<int64_t>(sizeof(Index)) <= kCachedOffsetsBytes;
+}
 
 template <typename Index>
 class WalkRing {
  public:
   WalkRing(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end)
-      : p_(p),
-        g_(g),
-        next_(begin),
-        end_(end),
-        offsets_cached_((p.num_nodes + 1) * static_cast<int64_t>(sizeof(Index)) <=
-                        kCachedOffsetsBytes) {}
+      : p_(p), g_(g), next_(begin), end_(end), offsets_cached_(offsets_cached<Index>(p)) {}
 
   void run() {
     int live = 0;
@@ -104,7 +105,7 @@ class WalkRing {
         continue;
       }
       index_[r] = next_;
-      walker_start(w, p_.walk_offset + static_cast<uint64_t>(next_),
+      walker_start(w, g_, p_.walk_offset + static_cast<uint64_t>(next_),
                    static_cast<Index>(p_.starts[next_]), p_.first_attempt);
       ++next_;
       if (offsets_cached_) walker_read_row(w, g_, blocks_);
@@ -153,8 +154,14 @@ void sample_nhop_typed(const SampleNhopParams& p) {
   ParallelErrors errors;
 #pragma omp parallel for num_threads(threads_for(p, g)) schedule(dynamic, 1)
   for (int64_t c = 0; c < num_chunks; ++c) {
-    errors.run(
-        [&] { WalkRing<Index>(p, g, c * kChunk, std::min(p.num_walks, (c + 1) * kChunk)).run(); });
+    errors.run([&] {
+      const int64_t begin = c * kChunk, end = std::min(p.num_walks, (c + 1) * kChunk);
+      if (p.mode == WalkMode::kExact) {
+        WalkRing<Index>(p, g, begin, end).run();
+      } else {
+        NhopBlockWalker<Index>(p, g, offsets_cached<Index>(p)).run(begin, end);
+      }
+    });
   }
   errors.rethrow();
 }

@@ -19,7 +19,7 @@ __global__ void sample_nhop_kernel(SampleNhopParams p, WalkGraph<Index> g) {
   if (i >= p.num_walks || walk_done_before(p, i)) return;
   NhopWalker<Index> w;
   FreshBlocks blocks;
-  walker_start(w, p.walk_offset + static_cast<uint64_t>(i), static_cast<Index>(p.starts[i]),
+  walker_start(w, g, p.walk_offset + static_cast<uint64_t>(i), static_cast<Index>(p.starts[i]),
                p.first_attempt);
   while (w.phase != NhopWalker<Index>::kDone) {
     if (w.phase == NhopWalker<Index>::kRow) {

@@ -10,8 +10,9 @@
 #include <cstdint>
 
 #include "common/macros.h"
-#include "common/philox.h"
+#include "common/philox.h"  // uniform_below
 #include "walk/sample_nhop.h"
+#include "walk/walk_random.h"
 
 namespace galfast {
 
@@ -22,7 +23,7 @@ struct WalkGraph {
   const Index* out_nbr;
   const Index* in_ptr;
   const Index* in_nbr;
-  uint64_t seed;
+  uint64_t stream_key;  // walk_stream_key(seed)
   int hops;
   uint32_t max_retries;
   uint32_t first_attempt;
@@ -35,7 +36,7 @@ inline WalkGraph<Index> walk_graph(const SampleNhopParams& p) {
                           static_cast<const Index*>(p.out_nbr),
                           static_cast<const Index*>(p.in_ptr),
                           static_cast<const Index*>(p.in_nbr),
-                          p.seed,
+                          walk_stream_key(p.seed),
                           p.hops,
                           p.max_retries,
                           p.first_attempt,
@@ -83,7 +84,8 @@ template <typename Index>
 struct NhopWalker {
   enum Phase : int { kRow, kNeighbour, kDone };
 
-  uint64_t walk;  // the walk's number in the Philox counter
+  uint64_t walk;      // the walk's number in the random stream
+  uint64_t pair_key;  // walk_pair_key of the pair walk / 2
   Index start;
   Index cur;
   Index row_begin;  // out-row of cur
@@ -94,7 +96,6 @@ struct NhopWalker {
   int draws;   // candidates drawn at this hop
   uint32_t attempt;
   Phase phase;
-  uint32_t redraw_words[4];  // Philox block of redraws 4k + 1 .. 4k + 4 of this hop
   Index path[kMaxHops + 1];  // path[0] = start, path[h] = node reached by hop h
   SwapMap<Index> moved;
 };
@@ -214,40 +215,19 @@ GALFAST_HD bool walker_blocks(const NhopWalker<Index>& w, const WalkGraph<Index>
   return false;
 }
 
-// The Philox block of the first draws of hop `hop` in attempt `attempt` of the four walks
-// 4 * group .. 4 * group + 3 (walk w takes word w % 4; see sample_nhop.h).
-GALFAST_HD PhiloxBlock first_draw_block(uint64_t group, uint32_t attempt, int hop, uint64_t seed) {
-  return philox4x32_10(static_cast<uint32_t>(group), static_cast<uint32_t>(group >> 32), attempt,
-                       static_cast<uint32_t>(hop), static_cast<uint32_t>(seed),
-                       static_cast<uint32_t>(seed >> 32));
-}
-
 // First-draw words computed afresh at every request (CUDA: one thread per walk). The CPU
-// kernel passes instead a cache of the blocks its interleaved walkers share.
+// kernel for exact mode passes instead a cache of the hash its pairs of walks share.
 struct FreshBlocks {
-  GALFAST_HD uint32_t first_word(uint64_t walk, uint32_t attempt, int hop, uint64_t seed) {
-    return first_draw_block(walk / 4, attempt, hop, seed).v[walk % 4];
+  GALFAST_HD uint32_t first_word(uint64_t walk, uint64_t pair_key, uint32_t attempt, int hop) {
+    return half_of(first_draw_pair_bits(pair_key, attempt, hop), walk % 2);
   }
 };
 
-// Draws a hop makes after its first (rare: only when the first lands on the path) take their
-// words from per-walk blocks whose last counter word has this bit set.
-constexpr uint32_t kRedrawCounter = 0x80000000u;
-
-// The random word of the walk's next draw.
+// The random word of the walk's next draw (walk_random.h).
 template <typename Index, typename Blocks>
-GALFAST_HD uint32_t walker_word(NhopWalker<Index>& w, const WalkGraph<Index>& g, Blocks& blocks) {
-  if (w.draws == 0) return blocks.first_word(w.walk, w.attempt, w.hop, g.seed);
-  const int word = (w.draws - 1) % 4;
-  if (word == 0) {
-    const uint32_t c3 = kRedrawCounter | (static_cast<uint32_t>(w.hop) << 16) |
-                        static_cast<uint32_t>((w.draws - 1) / 4);
-    const PhiloxBlock block =
-        philox4x32_10(static_cast<uint32_t>(w.walk), static_cast<uint32_t>(w.walk >> 32), w.attempt,
-                      c3, static_cast<uint32_t>(g.seed), static_cast<uint32_t>(g.seed >> 32));
-    for (int k = 0; k < 4; ++k) w.redraw_words[k] = block.v[k];
-  }
-  return w.redraw_words[word];
+GALFAST_HD uint32_t walker_word(const NhopWalker<Index>& w, Blocks& blocks) {
+  if (w.draws == 0) return blocks.first_word(w.walk, w.pair_key, w.attempt, w.hop);
+  return redraw_word(w.pair_key, w.walk, w.attempt, w.hop, w.draws);
 }
 
 // Draws the next slot of the current row, or gives up the hop when no legal one is left.
@@ -263,15 +243,16 @@ GALFAST_HD void walker_draw(NhopWalker<Index>& w, const WalkGraph<Index>& g, Blo
   }
   const Index d = Index(w.draws);
   const uint32_t remaining = static_cast<uint32_t>(w.degree - d);
-  const Index k = d + Index(uniform_below(walker_word(w, g, blocks), remaining));
+  const Index k = d + Index(uniform_below(walker_word(w, blocks), remaining));
   w.slot = w.row_begin + w.moved.take(d, k);
   w.phase = NhopWalker<Index>::kNeighbour;
 }
 
 template <typename Index>
-GALFAST_HD void walker_start(NhopWalker<Index>& w, uint64_t walk, Index start,
-                             uint32_t first_attempt) {
+GALFAST_HD void walker_start(NhopWalker<Index>& w, const WalkGraph<Index>& g, uint64_t walk,
+                             Index start, uint32_t first_attempt) {
   w.walk = walk;
+  w.pair_key = walk_pair_key(g.stream_key, walk / 2);
   w.start = start;
   w.attempt = first_attempt;
   w.end = Index(-1);

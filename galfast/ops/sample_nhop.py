@@ -236,8 +236,8 @@ def sample_nhop(
     distance check, about (average degree)^(hops - 2) row intersections per attempt.
 
     Randomness contract: draw :math:`d` of hop :math:`h` in attempt :math:`a` of walk
-    :math:`w = \mathrm{walk\_offset} + i` is a word of the Philox4x32-10 block with key ``seed``
-    and a counter made of :math:`(w, a, h, d)` only (layout in ``csrc/walk/sample_nhop.h``).
+    :math:`w = \mathrm{walk\_offset} + i` is a 32-bit word of a SplitMix64-based hash of
+    ``seed`` and :math:`(w, a, h, d)` only (layout in ``csrc/walk/walk_random.h``).
     Hence walk :math:`i`'s result is a pure function of
     ``(seed, walk_offset + i, starts[i], graph)``: identical on CPU and CUDA, for any thread
     count, batch size or chunking. Splitting a batch reproduces it when each piece passes

@@ -1,0 +1,164 @@
+// Hop-major CPU n-hop walks for paper and simple modes (no retries). Thread mapping: a thread
+// walks a range of walks in blocks of kBlock, moving every walk of a block one hop before the
+// next hop. One loop per hop reads each walk's drawn slot (prefetched a loop earlier, so an
+// L1 hit), checks the node against the walk's path, then reads the node's row and draws and
+// prefetches the slot of the next hop: the block keeps as many cache misses in flight as the
+// core can track, without the state machine of the ring (sample_nhop_cpu.cpp). The first-draw
+// hashes of a hop are computed in a loop of their own (independent multiplies). A drawn
+// neighbour already on the path (rare: the row must hold an earlier node of the walk) sends the
+// walk through the shared walker state machine (sample_nhop_row.h) for its redraws, so every
+// walk draws exactly as sample_nhop.h says.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "common/philox.h"  // uniform_below
+#include "common/prefetch.h"
+#include "walk/sample_nhop.h"
+#include "walk/sample_nhop_row.h"
+#include "walk/walk_random.h"
+
+namespace galfast {
+
+template <typename Index>
+class NhopBlockWalker {
+ public:
+  // 256 walks keep about as many reads in flight as a core can track, and their state (path
+  // rows of 1 KiB for int32 ids) inside the L1 cache.
+  static constexpr int kBlock = 256;
+
+  NhopBlockWalker(const SampleNhopParams& p, const WalkGraph<Index>& g, bool offsets_cached)
+      : p_(p), g_(g), first_blocked_(first_blocked(p.mode)), offsets_cached_(offsets_cached) {}
+
+  // Walks [begin, end) of the batch.
+  void run(int64_t begin, int64_t end) {
+    for (int64_t b = begin; b < end; b += kBlock) {
+      walk_block(b, static_cast<int>(std::min<int64_t>(end - b, kBlock)));
+    }
+  }
+
+ private:
+  Index* row(int hop) { return path_ + hop * kBlock; }
+
+  // Walk j of the block is walk first_walk_ + j; path_[h * kBlock + j] is the node it reached
+  // at hop h (-1 once it failed), slot_[j] the slot it drew for its next hop (-1: failed).
+  void walk_block(int64_t begin, int n) {
+    n_ = n;
+    first_walk_ = p_.walk_offset + static_cast<uint64_t>(begin);
+    pair_keys();
+    draw_first_words(0);
+    Index* starts = row(0);
+    for (int j = 0; j < n; ++j) {
+      starts[j] = static_cast<Index>(p_.starts[begin + j]);
+      draw_slot(j, starts[j]);
+    }
+    for (int hop = 0; hop + 1 < p_.hops; ++hop) {
+      draw_first_words(hop + 1);
+      Index* next = row(hop + 1);
+      if (offsets_cached_) {
+        for (int j = 0; j < n; ++j) {
+          next[j] = take_slot(j, hop);
+          draw_slot(j, next[j]);
+        }
+      } else {  // the row offsets miss the cache too: prefetch them a loop ahead as well
+        for (int j = 0; j < n; ++j) {
+          next[j] = take_slot(j, hop);
+          prefetch_line(g_.out_ptr + next[j]);
+        }
+        for (int j = 0; j < n; ++j) draw_slot(j, next[j]);
+      }
+    }
+    const int hop = p_.hops - 1;
+    Index* last = row(p_.hops);
+    for (int j = 0; j < n; ++j) {
+      last[j] = take_slot(j, hop);
+      p_.end[begin + j] = static_cast<int64_t>(last[j]);
+    }
+    if (p_.paths != nullptr) store_paths(begin);
+  }
+
+  // The keys of the walk pairs of the block: walk first_walk_ + j is in pair (lead_ + j) / 2.
+  void pair_keys() {
+    const uint64_t first_pair = first_walk_ / 2;
+    lead_ = static_cast<int>(first_walk_ % 2);
+    num_pairs_ = static_cast<int>((first_walk_ + static_cast<uint64_t>(n_) + 1) / 2 - first_pair);
+    for (int k = 0; k < num_pairs_; ++k) {
+      keys_[k] = walk_pair_key(g_.stream_key, first_pair + static_cast<uint64_t>(k));
+    }
+  }
+
+  // words_[lead_ + j] = the first-draw word of walk j at this hop: one hash per pair of walks,
+  // in a loop of independent multiplies.
+  void draw_first_words(int hop) {
+    for (int k = 0; k < num_pairs_; ++k) {
+      const uint64_t bits = hop == 0 ? keys_[k] : first_draw_pair_bits(keys_[k], 0, hop);
+      words_[2 * k] = static_cast<uint32_t>(bits);
+      words_[2 * k + 1] = static_cast<uint32_t>(bits >> 32);
+    }
+  }
+
+  // Walk j, now at `node` (-1: failed), draws the first slot of its row for its next hop and
+  // prefetches it; an empty row fails the walk.
+  void draw_slot(int j, Index node) {
+    if (node < 0) {
+      slot_[j] = Index(-1);
+      return;
+    }
+    const Index row_begin = g_.out_ptr[node];
+    const Index degree = g_.out_ptr[node + 1] - row_begin;
+    const Index slot =
+        row_begin + Index(uniform_below(words_[lead_ + j], static_cast<uint32_t>(degree)));
+    slot_[j] = degree == 0 ? Index(-1) : slot;
+    prefetch_line(g_.out_nbr + slot);
+  }
+
+  // The node walk j moves to at hop `hop`: the neighbour in its drawn slot, or the result of
+  // the redraws when that one is on its path; -1 when the walk failed.
+  Index take_slot(int j, int hop) {
+    if (slot_[j] < 0) return Index(-1);
+    const Index node = g_.out_nbr[slot_[j]];
+    bool blocked = false;
+    for (int h = first_blocked_; h <= hop; ++h) blocked |= row(h)[j] == node;
+    return blocked ? redraw(j, hop) : node;
+  }
+
+  // Hop `hop` of walk j once more through the walker state machine, which redraws the row
+  // without replacement; returns the node it moves to, -1 when it is stuck.
+  [[gnu::noinline, gnu::cold]] Index redraw(int j, int hop) {
+    NhopWalker<Index> w;
+    walker_start(w, g_, first_walk_ + static_cast<uint64_t>(j), row(0)[j], 0);
+    for (int h = 1; h <= hop; ++h) w.path[h] = row(h)[j];
+    w.hop = hop;
+    w.cur = row(hop)[j];
+    FreshBlocks fresh;
+    walker_read_row(w, g_, fresh);
+    while (w.phase == NhopWalker<Index>::kNeighbour) {
+      walker_offer(w, g_, g_.out_nbr[w.slot], fresh);
+    }
+    return w.hop > hop ? w.path[hop + 1] : Index(-1);
+  }
+
+  void store_paths(int64_t begin) {
+    const int width = p_.hops + 1;
+    for (int j = 0; j < n_; ++j) {
+      int64_t* out = p_.paths + (begin + j) * width;
+      for (int h = 0; h < width; ++h) out[h] = static_cast<int64_t>(row(h)[j]);
+    }
+  }
+
+  const SampleNhopParams& p_;
+  const WalkGraph<Index>& g_;
+  const int first_blocked_;
+  const bool offsets_cached_;  // the row offsets fit in the cache (see sample_nhop_cpu.cpp)
+  uint64_t first_walk_ = 0;
+  int n_ = 0;
+  int lead_ = 0;
+  int num_pairs_ = 0;
+  uint64_t keys_[kBlock / 2 + 1];
+  uint32_t words_[kBlock + 2];
+  Index slot_[kBlock];
+  Index path_[(kMaxHops + 1) * kBlock];
+};
+
+}  // namespace galfast
