@@ -5,7 +5,12 @@ off the path; fail when none is left; -1 marks a failed walk):
 * `networkx_nhop`: the original per-node Python loop over networkx adjacency lists, as the
   reference code ran it inside every training step;
 * `numba_nhop`: a compiled CSR version with numba (``@njit(parallel=True)``), using the same
-  virtual Fisher-Yates draw (a small swap map over the row) as galfast's kernel.
+  virtual Fisher-Yates draw (a small swap map over the row) as galfast's kernel, one walk
+  after the other, drawing from numba's Mersenne Twister;
+* `numba_splitmix_nhop`: the fastest numba peer we could write: counter-based draws (one
+  SplitMix64 hash per draw, no generator state), and hop-major blocks of 512 walks whose
+  random reads are gathered in a loop of their own, so the core overlaps them (2-3x
+  `numba_nhop`; docs/benchmarks.md, "n-hop sampler against a splitmix64 peer").
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import random
 
 import numpy as np
 
-__all__ = ["networkx_nhop", "numba_nhop"]
+__all__ = ["networkx_nhop", "numba_nhop", "numba_splitmix_nhop"]
 
 
 def networkx_nhop(graph, starts, hops: int, rng: random.Random) -> list[int]:
@@ -100,4 +105,113 @@ def numba_nhop(ptr: np.ndarray, nbr: np.ndarray, starts: np.ndarray, hops: int) 
         _KERNEL = _numba_kernel()
     out = np.empty(starts.shape[0], np.int64)
     _KERNEL(ptr, nbr, starts, hops, out)
+    return out
+
+
+def _numba_splitmix_kernel():
+    from numba import njit, prange
+
+    block = 512
+    gamma = np.uint64(0x9E3779B97F4A7C15)
+    mul1, mul2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+    s27, s30, s31, s32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
+
+    @njit(inline="always")
+    def mix(z):
+        z = (z ^ (z >> s30)) * mul1
+        z = (z ^ (z >> s27)) * mul2
+        return z ^ (z >> s31)
+
+    @njit(inline="always")
+    def draw(key, walk, hop, d, n):
+        # draw d of hop `hop` of walk `walk`: counter walk * 4096 + hop * 64 + d, in [0, n)
+        counter = np.uint64(walk) * np.uint64(4096) + np.uint64(hop * 64 + d)
+        return np.int64(((mix(key + counter * gamma) >> s32) * np.uint64(n)) >> s32)
+
+    @njit(inline="always")
+    def redraw(ptr, nbr, path, j, hop, first, key, walk, kk, vv):
+        # the first draw `first` hit the path: draws 1, 2, ... without replacement (virtual
+        # Fisher-Yates over a swap map), -1 when no legal neighbour is left
+        begin = np.int64(ptr[path[hop, j]])
+        degree = np.int64(ptr[path[hop, j] + 1]) - begin
+        size = 0
+        if first != 0:
+            kk[0], vv[0], size = first, 0, 1
+        for d in range(1, min(degree, hop + 1)):
+            k = d + draw(key, walk, hop, d, degree - d)
+            picked, at_d, found = k, d, -1
+            for s in range(size):
+                if kk[s] == k:
+                    picked, found = vv[s], s
+                if kk[s] == d:
+                    at_d = vv[s]
+            if found >= 0:
+                vv[found] = at_d
+            else:
+                kk[size], vv[size] = k, at_d
+                size += 1
+            node = np.int64(nbr[begin + picked])
+            blocked = False
+            for p in range(1, hop + 1):
+                blocked |= path[p, j] == node
+            if not blocked:
+                return node
+        return -1
+
+    @njit(parallel=True, cache=False)
+    def walk(ptr, nbr, starts, hops, seed, out):
+        num_walks = starts.shape[0]
+        key = mix(np.uint64(seed))
+        for b in prange((num_walks + block - 1) // block):
+            lo = b * block
+            n = min(num_walks, lo + block) - lo
+            path = np.empty((hops + 1, block), np.int64)  # path[h, j]: node after hop h
+            slot = np.empty(block, np.int64)
+            kk = np.empty(hops + 1, np.int64)
+            vv = np.empty(hops + 1, np.int64)
+            for j in range(n):
+                path[0, j] = starts[lo + j]
+            for hop in range(hops):
+                for j in range(n):  # draw every live walk's slot
+                    u = path[hop, j]
+                    slot[j] = -1
+                    if u >= 0:
+                        begin, degree = np.int64(ptr[u]), np.int64(ptr[u + 1] - ptr[u])
+                        if degree > 0:
+                            slot[j] = begin + draw(key, lo + j, hop, 0, degree)
+                for j in range(n):  # the random reads, independent of each other
+                    path[hop + 1, j] = nbr[slot[j]] if slot[j] >= 0 else -1
+                for j in range(n):  # the path check (paper mode: the start is not on it)
+                    node = path[hop + 1, j]
+                    if node < 0:
+                        continue
+                    blocked = False
+                    for p in range(1, hop + 1):
+                        blocked |= path[p, j] == node
+                    if blocked:
+                        first = slot[j] - np.int64(ptr[path[hop, j]])
+                        walk_number = lo + j
+                        path[hop + 1, j] = redraw(
+                            ptr, nbr, path, j, hop, first, key, walk_number, kk, vv
+                        )
+            for j in range(n):
+                out[lo + j] = path[hops, j]
+
+    return walk
+
+
+_SPLITMIX_KERNEL = None
+
+
+def numba_splitmix_nhop(
+    ptr: np.ndarray, nbr: np.ndarray, starts: np.ndarray, hops: int, seed: int = 1
+) -> np.ndarray:
+    """The appendix algorithm over a CSR (ptr, nbr with distinct rows), compiled with numba:
+    hop-major blocks of walks, parallel over blocks, each draw a SplitMix64 hash of
+    (seed, walk, hop, draw)."""
+    global _SPLITMIX_KERNEL
+    if _SPLITMIX_KERNEL is None:
+        _SPLITMIX_KERNEL = _numba_splitmix_kernel()
+    out = np.empty(starts.shape[0], np.int64)
+    _SPLITMIX_KERNEL(ptr, nbr, starts, hops, seed, out)
     return out
