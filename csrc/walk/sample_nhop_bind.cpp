@@ -1,5 +1,6 @@
 // Python glue of the n-hop walks (sample_nhop.h): galfast._C.WalkMode, IndexType,
 // SampleNhopParams, NHOP_MAX_HOPS, NHOP_MAX_EXACT_HOPS and sample_nhop_cpu/_cuda.
+#include <cstdint>
 #include <string>
 
 #include "bind.h"
@@ -26,8 +27,14 @@ void check(const SampleNhopParams& p) {
           "sample_nhop: first_attempt must be 0, or at most max_retries in exact mode");
 }
 
-// On the CPU the starts are host memory, so their range is cheap to check here too.
+// On the CPU the starts are host memory, so their range is cheap to check here too. The scan
+// has no early exit, so it vectorises; only a batch with a bad start is searched for it.
 void check_starts_cpu(const SampleNhopParams& p) {
+  bool bad = false;
+  for (int64_t i = 0; i < p.num_walks; ++i) {
+    bad |= static_cast<uint64_t>(p.starts[i]) >= static_cast<uint64_t>(p.num_nodes);
+  }
+  if (!bad) return;
   for (int64_t i = 0; i < p.num_walks; ++i) {
     if (p.starts[i] < 0 || p.starts[i] >= p.num_nodes) {
       throw std::invalid_argument("sample_nhop: start " + std::to_string(p.starts[i]) +
