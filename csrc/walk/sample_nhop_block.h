@@ -39,43 +39,114 @@ class NhopBlockWalker {
   }
 
  private:
+  // What the loops of one hop read and write, copied into a local: the loops store Index
+  // values, which the compiler would otherwise assume may overwrite the walker's fields and
+  // reload them at every walk.
+  struct HopView {
+    const Index* out_ptr;
+    const Index* out_nbr;
+    const uint32_t* words;  // words[j]: walk j's first-draw word of the next hop
+    Index* slots;
+    const Index* first_row;  // path row first_blocked, then one row per kBlock
+    int checked;             // path rows to check: first_blocked .. hop
+
+    // The neighbour in walk j's drawn slot and whether it is on the walk's path.
+    Index read_slot(int j, bool& blocked) const {
+      const Index node = out_nbr[slots[j]];
+      blocked = false;
+      for (int h = 0; h < checked; ++h) blocked |= first_row[h * kBlock + j] == node;
+      return node;
+    }
+
+    // Walk j, now at `node` >= 0, draws the first slot of its row for its next hop and
+    // prefetches it; returns whether the row is empty (the walk fails, slots[j] = -1).
+    bool draw_slot(int j, Index node) const {
+      const Index row_begin = out_ptr[node];
+      const Index degree = out_ptr[node + 1] - row_begin;
+      const Index slot = row_begin + Index(uniform_below(words[j], static_cast<uint32_t>(degree)));
+      slots[j] = degree == 0 ? Index(-1) : slot;
+      prefetch_line(out_nbr + slot);
+      return degree == 0;
+    }
+  };
+
   Index* row(int hop) { return path_ + hop * kBlock; }
+
+  HopView view(int hop) {
+    return HopView{g_.out_ptr, g_.out_nbr,          words_ + lead_,
+                   slot_,      row(first_blocked_), hop + 1 - first_blocked_};
+  }
 
   // Walk j of the block is walk first_walk_ + j; path_[h * kBlock + j] is the node it reached
   // at hop h (-1 once it failed), slot_[j] the slot it drew for its next hop (-1: failed).
+  // Until a walk of the block fails, the loops skip the checks for failed walks.
   void walk_block(int64_t begin, int n) {
     n_ = n;
     first_walk_ = p_.walk_offset + static_cast<uint64_t>(begin);
     pair_keys();
     draw_first_words(0);
+    const HopView v = view(0);
     Index* starts = row(0);
+    bool failed = false;
     for (int j = 0; j < n; ++j) {
       starts[j] = static_cast<Index>(p_.starts[begin + j]);
-      draw_slot(j, starts[j]);
+      failed |= v.draw_slot(j, starts[j]);
     }
     for (int hop = 0; hop + 1 < p_.hops; ++hop) {
       draw_first_words(hop + 1);
-      Index* next = row(hop + 1);
-      if (offsets_cached_) {
-        for (int j = 0; j < n; ++j) {
-          next[j] = take_slot(j, hop);
-          draw_slot(j, next[j]);
-        }
-      } else {  // the row offsets miss the cache too: prefetch them a loop ahead as well
-        for (int j = 0; j < n; ++j) {
-          next[j] = take_slot(j, hop);
-          prefetch_line(g_.out_ptr + next[j]);
-        }
-        for (int j = 0; j < n; ++j) draw_slot(j, next[j]);
-      }
+      failed = failed ? step<true>(hop) : step<false>(hop);
     }
-    const int hop = p_.hops - 1;
-    Index* last = row(p_.hops);
+    const HopView last = view(p_.hops - 1);
+    Index* ends = row(p_.hops);
     for (int j = 0; j < n; ++j) {
-      last[j] = take_slot(j, hop);
-      p_.end[begin + j] = static_cast<int64_t>(last[j]);
+      ends[j] =
+          failed ? take_slot<true>(last, j, p_.hops - 1) : take_slot<false>(last, j, p_.hops - 1);
+      p_.end[begin + j] = static_cast<int64_t>(ends[j]);
     }
     if (p_.paths != nullptr) store_paths(begin);
+  }
+
+  // Moves every walk of the block by hop `hop` and draws its slot of hop `hop` + 1; returns
+  // whether a walk of the block has failed.
+  template <bool kMayFail>
+  bool step(int hop) {
+    const HopView v = view(hop);
+    Index* next = row(hop + 1);
+    const int n = n_;
+    bool failed = kMayFail;
+    if (offsets_cached_) {
+      for (int j = 0; j < n; ++j) {
+        next[j] = take_slot<kMayFail>(v, j, hop);
+        failed |= next[j] < 0 || v.draw_slot(j, next[j]);
+      }
+    } else {  // the row offsets miss the cache too: prefetch them a loop ahead as well
+      for (int j = 0; j < n; ++j) {
+        next[j] = take_slot<kMayFail>(v, j, hop);
+        prefetch_line(v.out_ptr + next[j]);
+      }
+      for (int j = 0; j < n; ++j) {
+        if (next[j] < 0) {
+          v.slots[j] = Index(-1);
+          failed = true;
+        } else {
+          failed |= v.draw_slot(j, next[j]);
+        }
+      }
+    }
+    return failed;
+  }
+
+  // The node walk j moves to at hop `hop`: the neighbour in its drawn slot, or the result of
+  // the redraws when that one is on its path; -1 when the walk fails (then also slot -1).
+  template <bool kMayFail>
+  Index take_slot(const HopView& v, int j, int hop) {
+    if (kMayFail && v.slots[j] < 0) return Index(-1);
+    bool blocked;
+    const Index node = v.read_slot(j, blocked);
+    if (!blocked) return node;
+    const Index other = redraw(j, hop);
+    if (other < 0) v.slots[j] = Index(-1);
+    return other;
   }
 
   // The keys of the walk pairs of the block: walk first_walk_ + j is in pair (lead_ + j) / 2.
@@ -96,31 +167,6 @@ class NhopBlockWalker {
       words_[2 * k] = static_cast<uint32_t>(bits);
       words_[2 * k + 1] = static_cast<uint32_t>(bits >> 32);
     }
-  }
-
-  // Walk j, now at `node` (-1: failed), draws the first slot of its row for its next hop and
-  // prefetches it; an empty row fails the walk.
-  void draw_slot(int j, Index node) {
-    if (node < 0) {
-      slot_[j] = Index(-1);
-      return;
-    }
-    const Index row_begin = g_.out_ptr[node];
-    const Index degree = g_.out_ptr[node + 1] - row_begin;
-    const Index slot =
-        row_begin + Index(uniform_below(words_[lead_ + j], static_cast<uint32_t>(degree)));
-    slot_[j] = degree == 0 ? Index(-1) : slot;
-    prefetch_line(g_.out_nbr + slot);
-  }
-
-  // The node walk j moves to at hop `hop`: the neighbour in its drawn slot, or the result of
-  // the redraws when that one is on its path; -1 when the walk failed.
-  Index take_slot(int j, int hop) {
-    if (slot_[j] < 0) return Index(-1);
-    const Index node = g_.out_nbr[slot_[j]];
-    bool blocked = false;
-    for (int h = first_blocked_; h <= hop; ++h) blocked |= row(h)[j] == node;
-    return blocked ? redraw(j, hop) : node;
   }
 
   // Hop `hop` of walk j once more through the walker state machine, which redraws the row
