@@ -23,6 +23,7 @@ from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, Ev
 from galfast.train.config import GALConfig
 from galfast.train.kg_batches import OneToNBatch, OneToNBatches
 from galfast.train.kg_tasks import OneToNHead, OneToNLoss
+from galfast.train.sampling import NeighborSampling
 from galfast.train.tasks import (
     EdgeHead,
     GraphHead,
@@ -74,3 +75,4 @@ __all__ = [
     "wasserstein_gap",
 ]
 __all__ += ["OneToNHead", "OneToNLoss"]
+__all__ += ["NeighborSampling"]
