@@ -52,6 +52,10 @@ class GNNStack(nn.Module):
             x = self.layer(i, x, layer_graph)
         return x
 
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
     def input_rows(self, x: Tensor) -> Tensor:
         """The first layer's input for some nodes' encoder inputs (here the features)."""
         return x

@@ -84,6 +84,10 @@ class EmbeddingEncoder(nn.Module):
             h = self.layer(i, h, layer_graph)
         return h
 
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
     def input_rows(self, ids: Tensor) -> Tensor:
         """The first conv's input for the nodes ``ids``: their normalised embeddings."""
         return self._embedded(ids, every_node=False)

@@ -28,6 +28,7 @@ from galfast.train.callbacks import Callback, History
 from galfast.train.config import GALConfig, check_number
 from galfast.train.distributed import ProcessGroup
 from galfast.train.encoding import move_to_device, node_inputs
+from galfast.train.layerwise import layerwise_embed, supports_layerwise
 from galfast.train.optimizers import (
     OptimizerSpec,
     make_capturable,
@@ -658,10 +659,21 @@ class GALTrainer(SampledSteps):
 
     # ---------------------------------------------------------------- embeddings
     @torch.no_grad()
-    def embed(self, graph: Optional[Graph] = None, x: Optional[Tensor] = None) -> Tensor:
+    def embed(
+        self,
+        graph: Optional[Graph] = None,
+        x: Optional[Tensor] = None,
+        *,
+        chunk_size: Optional[int] = None,
+    ) -> Tensor:
         """The encoder's embeddings ``[num_nodes, D]`` in eval mode (BatchNorm uses running
         statistics, no dropout), detached. Defaults to the graph and ``x`` of the last
-        ``fit``."""
+        ``fit``.
+
+        With ``chunk_size``, or on a sampled trainer (``sampler.embed_chunk_size``) whose
+        encoder supports it, the encoder runs layer by layer over all nodes in chunks of
+        ``chunk_size`` destinations (:func:`~galfast.train.layerwise.layerwise_embed`): the
+        same embeddings for a graph too big for one pass."""
         if graph is None:
             if self._graph is None:
                 raise ValueError("embed() needs a graph (no fit on a graph has run yet)")
@@ -670,10 +682,17 @@ class GALTrainer(SampledSteps):
         if not isinstance(graph, Graph):
             raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
         graph = graph.to(self.device)
+        if chunk_size is not None:
+            check_number("chunk_size", chunk_size, minimum=1, integer=True)
+        elif self.sampler is not None and supports_layerwise(self.encoder):
+            chunk_size = self.sampler.embed_chunk_size
         was_training = self.encoder.training
         self.encoder.eval()
         try:
-            return self.encoder(node_inputs(graph, x, self.device), graph).detach()
+            inputs = node_inputs(graph, x, self.device)
+            if chunk_size is not None:
+                return layerwise_embed(self.encoder, graph, inputs, chunk_size)
+            return self.encoder(inputs, graph).detach()
         finally:
             self.encoder.train(was_training)
 
