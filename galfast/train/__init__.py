@@ -21,6 +21,7 @@ from galfast.train.batches import (
 )
 from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery, History
 from galfast.train.config import GALConfig
+from galfast.train.distributed import init_distributed
 from galfast.train.kg_batches import OneToNBatch, OneToNBatches
 from galfast.train.kg_tasks import OneToNHead, OneToNLoss
 from galfast.train.sampling import NeighborSampling
@@ -76,3 +77,4 @@ __all__ = [
 ]
 __all__ += ["OneToNHead", "OneToNLoss"]
 __all__ += ["NeighborSampling"]
+__all__ += ["init_distributed"]

@@ -744,7 +744,12 @@ class GALTrainer(SampledSteps):
             self._step_graphs.clear()  # captured steps read the replaced optimizer state
 
     def save_checkpoint(self, path: Union[str, os.PathLike]) -> None:
-        """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed)."""
+        """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed).
+        With several processes, every process calls it and rank 0 alone writes (all hold the
+        same state); each returns once the file is complete."""
+        if self.process_group.rank != 0:
+            self.process_group.barrier()
+            return
         path = os.fspath(path)
         parent = os.path.dirname(path)
         if parent:
@@ -752,6 +757,7 @@ class GALTrainer(SampledSteps):
         tmp = f"{path}.tmp"
         torch.save(self.state_dict(), tmp)
         os.replace(tmp, path)
+        self.process_group.barrier()
 
     def load_checkpoint(self, path: Union[str, os.PathLike]) -> GALTrainer:
         """Loads a checkpoint written by :meth:`save_checkpoint` into this trainer; the next
@@ -771,6 +777,7 @@ class GALTrainer(SampledSteps):
         config: GALConfig,
         device: Optional[Union[str, torch.device]] = None,
         cuda_graphs: bool = False,
+        sampler: Optional[NeighborSampling] = None,
     ) -> GALTrainer:
         """A trainer with the hyperparameters of ``config``; the same as passing its fields
         as keyword arguments."""
@@ -781,6 +788,7 @@ class GALTrainer(SampledSteps):
             task_loss=task_loss,
             device=device,
             cuda_graphs=cuda_graphs,
+            sampler=sampler,
             **config.trainer_kwargs(),
         )
 
@@ -795,10 +803,12 @@ class GALTrainer(SampledSteps):
         task_loss: Callable[[Any, Any], Tensor],
         optimizer: Optional[OptimizerSpec] = None,
         device: Optional[Union[str, torch.device]] = None,
+        sampler: Optional[NeighborSampling] = None,
     ) -> GALTrainer:
         """Builds a trainer with the hyperparameters saved in ``path`` around freshly built
         modules of the same architecture, and loads the saved state. ``optimizer`` is needed
-        only when the saved run used a factory (which a checkpoint cannot store).
+        only when the saved run used a factory (which a checkpoint cannot store); ``sampler``
+        when it trained on sampled batches (a run may resume on any number of processes).
 
         Example:
             >>> trainer = GALTrainer.resume("run.pt", make_encoder(), head, attacker,
@@ -808,7 +818,13 @@ class GALTrainer(SampledSteps):
         state = torch.load(os.fspath(path), map_location=device or "cpu", weights_only=True)
         settings = GALConfig.from_checkpoint(state["config"], optimizer)
         trainer = cls.from_config(
-            encoder, task_head, attacker, task_loss=task_loss, config=settings, device=device
+            encoder,
+            task_head,
+            attacker,
+            task_loss=task_loss,
+            config=settings,
+            device=device,
+            sampler=sampler,
         )
         trainer.load_state_dict(state)
         return trainer
