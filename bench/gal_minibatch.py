@@ -28,7 +28,6 @@ from pathlib import Path
 import torch
 from torch import nn
 
-import galfast
 from galfast import GALTrainer, Graph, SensitiveAttribute, audit, ops
 from galfast.models import AttackerMLP
 from galfast.nn import SAGEConv, layer_graphs
@@ -39,6 +38,7 @@ from galfast.train import (
     classification_loss,
     init_distributed,
 )
+from galfast.train.distributed import ProcessGroup
 
 
 class TanhSAGE(nn.Module):
@@ -109,6 +109,21 @@ class Timed:
         return blocks
 
 
+def time_gradient_averaging() -> list:
+    """Adds the seconds ProcessGroup.average_gradients takes (the all_reduce) to the returned
+    one-element list."""
+    seconds = [0.0]
+    original = ProcessGroup.average_gradients
+
+    def timed(self, parameters):
+        started = time.perf_counter()
+        original(self, parameters)
+        seconds[0] += time.perf_counter() - started
+
+    ProcessGroup.average_gradients = timed
+    return seconds
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", type=int, default=2_000_000)
@@ -130,7 +145,8 @@ def main() -> None:
 
     torch.set_num_threads(args.threads)
     device = init_distributed()
-    group = galfast.train.distributed.ProcessGroup.detect()
+    group = ProcessGroup.detect()
+    averaging = time_gradient_averaging()
     started = time.perf_counter()
     graph, x, a, y = planted_graph(args.nodes, args.degree, args.seed)
     build_seconds = time.perf_counter() - started
@@ -185,6 +201,7 @@ def main() -> None:
         "sampling_seconds": round(timed.seconds, 1),
         "sampled_edges": timed.edges,
         "sample_calls": timed.calls,
+        "gradient_averaging_seconds": round(averaging[0], 1),
         "fit_peak_rise_mib": round(peak_mib),
         "rss_before_fit_mib": round(rss_before / 1024),
         "encoder_params_sum": float(
