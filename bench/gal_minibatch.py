@@ -141,6 +141,7 @@ def main() -> None:
     parser.add_argument("--no-audit", action="store_true")
     parser.add_argument("--checkpoint", default=None, help="write a checkpoint here at the end")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--double", action="store_true", help="float64 modules and features")
     args = parser.parse_args()
 
     torch.set_num_threads(args.threads)
@@ -155,11 +156,13 @@ def main() -> None:
     train = order[: int(args.train_fraction * args.nodes)].sort().values
     rest = order[train.numel() :]
 
+    dtype = torch.float64 if args.double else torch.float32
+    x = x.to(dtype)
     torch.manual_seed(args.seed)
     trainer = GALTrainer(
-        TanhSAGE(x.size(1)),
-        NodeHead(nn.Linear(16, 2)),
-        AttackerMLP(16, 2),
+        TanhSAGE(x.size(1)).to(dtype),
+        NodeHead(nn.Linear(16, 2)).to(dtype),
+        AttackerMLP(16, 2).to(dtype),
         task_loss=classification_loss,
         lam=args.lam,
         lr=args.lr,
@@ -187,6 +190,7 @@ def main() -> None:
         "processes": group.world_size,
         "rank": group.rank,
         "threads": args.threads,
+        "dtype": str(dtype),
         "batch_size": args.batch_size,
         "fanouts": args.fanouts,
         "train_nodes": train.numel(),
