@@ -68,6 +68,18 @@ def counting_encode(counter: list):
     return encode
 
 
+def refusals(trainer) -> list[str]:
+    """The errors of settings a multi-process run refuses: no sampler, Wasserstein."""
+    messages = []
+    modules = (trainer.encoder, trainer.task_head, trainer.attacker)
+    for options in ({}, {"distance": "wasserstein", "sampler": NeighborSampling([3, 2])}):
+        try:
+            GALTrainer(*modules, task_loss=classification_loss, **options)
+        except ValueError as err:
+            messages.append(str(err))
+    return messages
+
+
 def run(rank: int, world_size: int, workdir: str, epochs: int) -> None:
     """One process: train ``epochs`` epochs, checkpoint, and record the final state."""
     torch.set_num_threads(1)
@@ -85,6 +97,7 @@ def run(rank: int, world_size: int, workdir: str, epochs: int) -> None:
         trainer.save_checkpoint(os.path.join(workdir, "checkpoint.pt"))
         record = snapshot(trainer)
         record["saves"], record["encoded"] = len(saves), encoded[0]
+        record["refusals"] = refusals(trainer)
         torch.save = torch.serialization.save
         torch.save(record, os.path.join(workdir, f"rank{rank}.pt"))
     finally:

@@ -15,6 +15,7 @@ import torch
 import torch.multiprocessing as mp
 from distributed_gal import counting_encode, run, snapshot, trainer_and_data
 
+from galfast.train import init_distributed
 from galfast.train.sampled_encoding import SampledEncoder
 
 EPOCHS = 2
@@ -82,6 +83,20 @@ def test_every_process_holds_the_same_modules_and_optimizers(two_processes):
     _, (rank0, rank1) = two_processes
     for key in ("modules", "task_optimizer", "adversary_optimizer"):
         _assert_close(rank1[key], rank0[key], key)
+
+
+def test_settings_that_do_not_split_are_refused(two_processes):
+    _, (rank0, _) = two_processes
+    no_sampler, wasserstein = rank0["refusals"]
+    assert "needs sampler=NeighborSampling" in no_sampler
+    assert "distance='tv'" in wasserstein
+
+
+def test_init_distributed_without_torchrun_is_one_process(monkeypatch):
+    monkeypatch.delenv("WORLD_SIZE", raising=False)
+    expected = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
+    assert init_distributed() == expected
+    assert not torch.distributed.is_initialized()
 
 
 def test_rank_zero_alone_writes_and_one_process_resumes(two_processes):
