@@ -14,7 +14,7 @@ from torch import nn
 
 from galfast import GALTrainer, SensitiveAttribute
 from galfast.experiments.encoders import GNNStack
-from galfast.models import AttackerMLP, DotProductLinkDecoder
+from galfast.models import AttackerMLP, DotProductLinkDecoder, EmbeddingEncoder
 from galfast.nn import GATConv, GCNConv, SAGEConv
 from galfast.train import (
     EdgeHead,
@@ -22,8 +22,10 @@ from galfast.train import (
     NeighborSampling,
     NodeBatches,
     NodeHead,
+    RatingBatches,
     classification_loss,
     link_loss,
+    rating_mse,
 )
 
 
@@ -169,3 +171,23 @@ def test_bad_settings_raise_clear_errors(planted):
             sampler=NeighborSampling([3, 3], weighted=True),
         )
         weighted.fit(planted.graph, batches, attr, epochs=1, x=planted.x.double(), progress=False)
+
+
+def test_learned_embeddings_and_rating_batches(planted):
+    """Node ids as encoder inputs (EmbeddingEncoder) and RatingBatch's src and dst."""
+    torch.manual_seed(0)
+    n = planted.graph.num_nodes
+    encoder = EmbeddingEncoder(n, 6, [GCNConv(6, 6), SAGEConv(6, 4)], batch_norm=False).double()
+    head = EdgeHead(DotProductLinkDecoder())
+    kwargs = dict(task_loss=rating_mse, lam=1.0, adv_batch_size=30, seed=2)
+    attacker = AttackerMLP(4, 2).double()
+    full = GALTrainer(encoder, head, attacker, **kwargs)
+    copies = (copy.deepcopy(encoder), head, copy.deepcopy(attacker))
+    sampled = GALTrainer(*copies, sampler=NeighborSampling([-1, -1]), **kwargs)
+    edges = torch.stack([planted.graph.col, planted.graph.row])
+    ratings = (edges.sum(0) % 5 + 1).double()
+    attr = SensitiveAttribute("a", "binary", planted.a)
+    for trainer in (full, sampled):
+        batches = RatingBatches(edges, ratings, batch_size=100)
+        trainer.fit(planted.graph, batches, attr, epochs=2, progress=False)
+    _assert_same_run(full, sampled)
