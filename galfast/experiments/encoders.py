@@ -8,7 +8,7 @@ from torch import Tensor, nn
 
 from galfast.graph import Graph
 from galfast.models import EmbeddingEncoder
-from galfast.nn import ChebConv, GATConv, GCNConv, GINConv, SAGEConv
+from galfast.nn import ChebConv, GATConv, GCNConv, GINConv, SAGEConv, layer_graphs
 
 __all__ = ["ENCODERS", "GNNStack", "make_conv", "make_encoder"]
 __all__ += ["MOLECULE_ENCODERS"]
@@ -39,18 +39,31 @@ def make_conv(kind: str, in_dim: int, out_dim: int) -> nn.Module:
 
 class GNNStack(nn.Module):
     """Message-passing layers over node features with ReLU between them (not after the last):
-    ``forward(x [N, F], graph) -> [N, D]``."""
+    ``forward(x [N, F], graph) -> [N, D]``, or on a mini-batch's sampled blocks
+    ``forward(x [num_src of blocks[-1], F], blocks) -> [num_seeds, D]``. ``input_rows`` and
+    ``layer`` run it layer by layer (the trainer's chunked ``embed``)."""
 
     def __init__(self, convs: Sequence[nn.Module]) -> None:
         super().__init__()
         self.convs = nn.ModuleList(convs)
 
     def forward(self, x: Tensor, graph: Graph) -> Tensor:
-        for i, conv in enumerate(self.convs):
-            x = conv(x, graph)
-            if i < len(self.convs) - 1:
-                x = x.relu()
+        for i, layer_graph in enumerate(layer_graphs(graph, len(self.convs))):
+            x = self.layer(i, x, layer_graph)
         return x
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
+    def input_rows(self, x: Tensor) -> Tensor:
+        """The first layer's input for some nodes' encoder inputs (here the features)."""
+        return x
+
+    def layer(self, i: int, h: Tensor, graph) -> Tensor:
+        """Layer ``i`` (with its activation) on a Graph or a Block."""
+        h = self.convs[i](h, graph)
+        return h.relu() if i < len(self.convs) - 1 else h
 
 
 def make_encoder(

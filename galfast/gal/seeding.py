@@ -26,6 +26,7 @@ PURPOSES = {
     "audit_attacker": 7,
     "graph_batches": 8,
     "kg_query_order": 9,
+    "neighbor_sample": 10,
 }
 
 

@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from galfast.graph import Graph
+from galfast.nn import is_blocks, layer_graphs
 
 __all__ = ["EmbeddingEncoder"]
 
@@ -36,7 +37,10 @@ class EmbeddingEncoder(nn.Module):
             ``nn.Embedding`` loops over the rows on the CPU.
 
     Called as the trainer's encoder with node ids: ``encoder(ids, graph) -> [len(ids), D']``
-    (``ids`` must cover all graph nodes, in order, whenever ``convs`` is not empty).
+    (``ids`` must cover all graph nodes, in order, whenever ``convs`` is not empty), or on a
+    mini-batch's sampled blocks ``encoder(blocks[-1].src_nodes, blocks) -> [num_seeds, D']``
+    (one block per conv). ``input_rows`` and ``layer`` run it layer by layer (the trainer's
+    chunked ``embed``; BatchNorm then needs eval mode, its running statistics).
 
     Example:
         >>> enc = EmbeddingEncoder(10, 4)
@@ -65,31 +69,51 @@ class EmbeddingEncoder(nn.Module):
         self.activation = nn.ReLU() if activation is None else activation
 
     def forward(self, ids: Tensor, graph: Graph) -> Tensor:
-        if self.convs and ids.numel() != graph.num_nodes:
+        sampled = is_blocks(graph)
+        if self.convs and not sampled and ids.numel() != graph.num_nodes:
             raise ValueError(
                 f"message passing needs all {graph.num_nodes} node ids, got {ids.numel()}"
             )
+        if self.convs and sampled and ids.numel() != graph[-1].num_src:
+            raise ValueError(
+                f"on sampled blocks the ids must be blocks[-1].src_nodes ({graph[-1].num_src} "
+                f"nodes), got {ids.numel()}"
+            )
+        h = self._embedded(ids, every_node=bool(self.convs) and not sampled)
+        for i, layer_graph in enumerate(layer_graphs(graph, len(self.convs))):
+            h = self.layer(i, h, layer_graph)
+        return h
+
+    @property
+    def num_layers(self) -> int:
+        return len(self.convs)
+
+    def input_rows(self, ids: Tensor) -> Tensor:
+        """The first conv's input for the nodes ``ids``: their normalised embeddings."""
+        return self._embedded(ids, every_node=False)
+
+    def layer(self, i: int, h: Tensor, graph) -> Tensor:
+        """Conv ``i`` (with the activation between layers) on a Graph or a Block."""
+        h = self.convs[i](h, graph)
+        return self.activation(h) if i < len(self.convs) - 1 else h
+
+    def _embedded(self, ids: Tensor, every_node: bool) -> Tensor:
         if self.max_norm is not None:
-            self._renorm_looked_up(ids)
+            self._renorm_looked_up(ids, every_node)
         if self.convs:
-            # Every node in order: a gather whose backward is one index_add (each row once).
-            # nn.Embedding's CUDA backward sorts the ids and syncs with the host instead.
+            # A gather whose backward is one index_add (each row once when every node is
+            # read); nn.Embedding's CUDA backward sorts the ids and syncs with the host.
             h = self.embedding.weight.index_select(0, ids)
         else:
             h = self.embedding(ids)
-        h = self.norm(h)
-        for i, conv in enumerate(self.convs):
-            h = conv(h, graph)
-            if i < len(self.convs) - 1:
-                h = self.activation(h)
-        return h
+        return self.norm(h)
 
     @torch.no_grad()
-    def _renorm_looked_up(self, ids: Tensor) -> None:
+    def _renorm_looked_up(self, ids: Tensor, every_node: bool) -> None:
         # Same rule as ATen's embedding_renorm_: rows with norm > max_norm are scaled by
         # max_norm / (norm + 1e-7), which is what Tensor.renorm computes.
         weight = self.embedding.weight
-        if self.convs:  # every node is looked up
+        if every_node:
             weight.copy_(weight.renorm(2, 0, self.max_norm))
         else:
             rows = ids.unique()

@@ -14,6 +14,7 @@ from galfast.nn.gat_conv import GATConv
 from galfast.nn.gcn_conv import GCNConv
 from galfast.nn.gin_conv import GINConv
 from galfast.nn.grad_reverse import GradReverse, grad_reverse
+from galfast.nn.layer_graphs import is_blocks, layer_graphs
 from galfast.nn.nn_conv import NNConv
 from galfast.nn.sage_conv import SAGEConv
 from galfast.nn.set2set import Set2Set
@@ -31,3 +32,4 @@ __all__ = [
     "grad_reverse",
 ]
 __all__ += ["CompGCNConv", "CompGCNGraphs", "compgcn_graphs"]
+__all__ += ["is_blocks", "layer_graphs"]

@@ -9,11 +9,12 @@ from torch import Tensor
 from torch.nn import Parameter
 
 from galfast.graph import Graph
+from galfast.nn._block_input import block_features, cheb_block_terms
 from galfast.nn._graph_input import layer_graph
 from galfast.nn._layer_checks import check_channels, check_features, split_features
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
-from galfast.ops import aggregate
+from galfast.ops import Block, aggregate, block_aggregate
 
 __all__ = ["ChebConv"]
 
@@ -44,7 +45,11 @@ class ChebConv(FusedLayer):
         :class:`~galfast.Graph`; ``edge_weight`` ``[E]`` (optional, differentiable);
         ``batch`` ``[N]`` graph id of each node (optional, PyG's ``Batch.batch``);
         ``lambda_max`` a float, a 0-d tensor or, with ``batch``, one value per graph (default
-        :math:`2 \max L_{ij}` over the whole input) -> ``[N, out_channels]``.
+        :math:`2 \max L_{ij}` over the whole input) -> ``[N, out_channels]``. On a sampled
+        :class:`~galfast.ops.Block` (K <= 2: one hop per layer): x ``[num_src, in_channels]``
+        (the features of ``block.src_nodes``) -> ``[num_dst, out_channels]``, with the whole
+        graph's Laplacian (``block.graph``'s degrees and default lambda_max), each sampled
+        neighbour's term scaled by in-degree / sampled in-degree of its destination.
 
     Example:
         >>> conv = ChebConv(16, 32, K=2)
@@ -90,6 +95,8 @@ class ChebConv(FusedLayer):
         batch: Optional[Tensor] = None,
         lambda_max: Optional[Union[float, Tensor]] = None,
     ) -> Tensor:
+        if isinstance(edge_index, Block):
+            return self._forward_block(x, edge_index, edge_weight, batch, lambda_max)
         x, _ = split_features(x, bipartite=False)
         if self.flow != "source_to_target":
             # PyG's get_laplacian takes degrees by edge_index[0] whatever the flow and then
@@ -110,6 +117,29 @@ class ChebConv(FusedLayer):
             for lin in self.lins[2:]:
                 previous, current = current, 2.0 * laplacian(current) - previous
                 out = out + lin(current)
+        return out if self.bias is None else out + self.bias
+
+    def _forward_block(self, x, block: Block, edge_weight, batch, lambda_max) -> Tensor:
+        if len(self.lins) > 2:
+            raise ValueError(
+                f"ChebConv on a Block supports K <= 2 (one hop per layer); K = {len(self.lins)} "
+                "reads K - 1 hops per layer, which a one-hop block does not hold"
+            )
+        if edge_weight is not None or batch is not None or isinstance(lambda_max, Tensor):
+            raise ValueError(
+                "ChebConv on a Block takes no edge_weight or batch (it reads block.graph) and "
+                "lambda_max only as a float"
+            )
+        if self.flow != "source_to_target":
+            raise ValueError("galfast's ChebConv supports flow='source_to_target' only")
+        x, x_dst = block_features(x, block)
+        self._materialize(*((lin, x) for lin in self.lins))
+        check_features(x, self.in_channels, self.lins[0].weight)
+        out = self.lins[0](x_dst)
+        if len(self.lins) > 1:
+            off, diag = cheb_block_terms(block, self.normalization, lambda_max, x.dtype)
+            laplacian = block_aggregate(block, x, off) + diag.unsqueeze(-1) * x_dst
+            out = out + self.lins[1](laplacian)
         return out if self.bias is None else out + self.bias
 
     def _laplacian(self, graph: Graph, weight, lambda_max, dtype) -> Callable[[Tensor], Tensor]:

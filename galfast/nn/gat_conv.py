@@ -11,6 +11,7 @@ from torch import Tensor
 from torch.nn import Parameter
 
 from galfast.graph import Graph
+from galfast.nn._block_input import block_features
 from galfast.nn._gat_attention import attention_weights, edge_logits, reported_edges
 from galfast.nn._graph_input import is_adjacency, layer_graph, unweighted
 from galfast.nn._layer_checks import (
@@ -23,7 +24,7 @@ from galfast.nn._layer_checks import (
 )
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import self_loops_replaced
-from galfast.ops import gat_aggregate
+from galfast.ops import Block, gat_aggregate
 
 __all__ = ["GATConv"]
 
@@ -81,7 +82,10 @@ class GATConv(FusedLayer):
         attended over (self loops included) and ``alpha [E', heads]``: ``(edge_index,
         alpha)`` for an edge_index (PyG's order: the input's non-loop edges, then the
         loops), a sparse tensor of values ``alpha`` for a sparse ``adj_t``, and for a Graph
-        its edges in CSR order.
+        its edges in CSR order. On a sampled :class:`~galfast.ops.Block`: x ``[num_src,
+        in_channels]`` (the features of ``block.src_nodes``) -> ``[num_dst, ...]``, attending
+        over each destination's sampled neighbours and itself; ``edge_attr`` in the block's
+        edge order.
 
     Example:
         >>> conv = GATConv(16, 8, heads=4)
@@ -164,6 +168,9 @@ class GATConv(FusedLayer):
         return_attention_weights: Optional[bool] = None,
     ) -> Union[Tensor, tuple[Tensor, Any]]:
         H, C = self.heads, self.out_channels
+        if isinstance(edge_index, Block):
+            # Destination i is local node i: the added loops are the block's own nodes'.
+            x, edge_index = block_features(x, edge_index), edge_index.as_bipartite_graph()
         two_sets = isinstance(x, (tuple, list))
         x_src, x_dst = split_features(x, bipartite=True)
         edge_feats = None

@@ -9,11 +9,13 @@ from torch import Tensor
 from torch.nn import Parameter
 
 from galfast.graph import Graph
+from galfast.nn._block_input import block_features, gcn_block_terms
 from galfast.nn._graph_input import is_adjacency, layer_graph
 from galfast.nn._layer_checks import check_channels, check_features, split_features
 from galfast.nn._node_features import aggregate_nodes, linear
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import gcn_norm, sparse_self_loops
+from galfast.ops import Block, block_aggregate
 
 __all__ = ["GCNConv"]
 
@@ -54,7 +56,12 @@ class GCNConv(FusedLayer):
     Shapes:
         x ``[N, in_channels]`` (or ``[B, N, in_channels]``, or sparse); ``edge_index`` a
         ``[2, E]`` edge_index, a sparse ``adj_t`` ``[N, N]`` or a :class:`~galfast.Graph`;
-        ``edge_weight`` ``[E]`` (optional, differentiable) -> ``[N, out_channels]``.
+        ``edge_weight`` ``[E]`` (optional, differentiable) -> ``[N, out_channels]``. On a
+        sampled :class:`~galfast.ops.Block`: x ``[num_src, in_channels]`` (the features of
+        ``block.src_nodes``) -> ``[num_dst, out_channels]``, normalised by the whole graph's
+        degrees (``block.graph``, its stored weights), each sampled neighbour's term scaled by
+        in-degree / sampled in-degree of its destination (exactly the full-graph rows when
+        every in-edge is sampled; see :mod:`galfast.nn._block_input`).
 
     Example:
         >>> conv = GCNConv(16, 32)
@@ -104,6 +111,8 @@ class GCNConv(FusedLayer):
         edge_index: Union[Tensor, Graph, Any],
         edge_weight: Optional[Tensor] = None,
     ) -> Tensor:
+        if isinstance(edge_index, Block):
+            return self._forward_block(x, edge_index, edge_weight)
         x_in, _ = split_features(x, bipartite=False)
         self._materialize((self.lin, x_in))
         # A static batch [B, N, F] is checked as one of its feature sets.
@@ -114,6 +123,20 @@ class GCNConv(FusedLayer):
             out = aggregate_nodes(graph, linear(self.lin, x), weight, norm=norm)
         else:
             out = self.lin(aggregate_nodes(graph, x, weight, norm=norm))
+        return out if self.bias is None else out + self.bias
+
+    def _forward_block(self, x: Tensor, block: Block, edge_weight: Optional[Tensor]) -> Tensor:
+        if edge_weight is not None or not self.add_self_loops or self.cached:
+            raise ValueError(
+                "GCNConv on a Block supports the default normalize=True, add_self_loops=True, "
+                "cached=False and no edge_weight (it reads the weights stored on block.graph)"
+            )
+        x, _ = block_features(x, block)
+        self._materialize((self.lin, x))
+        check_features(x, self.in_channels, self.lin.weight)
+        h = self.lin(x)
+        edge_w, self_w = gcn_block_terms(block, self.improved, h.dtype)
+        out = block_aggregate(block, h, edge_w) + self_w.unsqueeze(-1) * h[: block.num_dst]
         return out if self.bias is None else out + self.bias
 
     def _normalised(

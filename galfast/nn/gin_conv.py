@@ -8,10 +8,12 @@ import torch
 from torch import Tensor
 
 from galfast.graph import Graph
+from galfast.nn._block_input import block_features
 from galfast.nn._graph_input import layer_graph, unweighted
 from galfast.nn._layer_checks import node_counts, split_features
 from galfast.nn._node_features import aggregate_nodes
 from galfast.nn._pyg_compat import FusedLayer
+from galfast.ops import Block
 
 __all__ = ["GINConv"]
 
@@ -47,7 +49,9 @@ class GINConv(FusedLayer):
         x ``[N, F_in]`` (or ``[B, N, F_in]``), or ``(x_src [N_src, F_in], x_dst [N_dst, F_in]
         or None)``; ``edge_index`` a ``[2, E]`` edge_index, a sparse ``adj_t`` or a
         :class:`~galfast.Graph`; ``size`` ``(N_src, N_dst)`` (optional) -> ``[N_dst, F_out]``
-        (what ``nn`` returns).
+        (what ``nn`` returns). On a sampled :class:`~galfast.ops.Block`: x ``[num_src, F]``
+        (the features of ``block.src_nodes``) -> ``[num_dst, ...]``, over the sampled
+        neighbours.
 
     Example:
         >>> conv = GINConv(torch.nn.Linear(16, 32), train_eps=True)
@@ -77,6 +81,8 @@ class GINConv(FusedLayer):
         edge_index: Union[Tensor, Graph, Any],
         size: Optional[tuple[int, int]] = None,
     ) -> Tensor:
+        if isinstance(edge_index, Block):
+            x, edge_index = block_features(x, edge_index), edge_index.as_bipartite_graph()
         x_src, x_dst = split_features(x, bipartite=True)
         two_sets = isinstance(x, (tuple, list))
         num_src, num_dst = node_counts(x_src, x_dst, size, two_sets)

@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from galfast.graph import Graph
+from galfast.nn._block_input import block_features
 from galfast.nn._graph_input import layer_graph, unweighted
 from galfast.nn._layer_checks import (
     Channels,
@@ -19,7 +20,7 @@ from galfast.nn._layer_checks import (
     split_features,
 )
 from galfast.nn._pyg_compat import FusedLayer, make_linear
-from galfast.ops import aggregate
+from galfast.ops import Block, aggregate
 
 __all__ = ["SAGEConv"]
 
@@ -56,7 +57,9 @@ class SAGEConv(FusedLayer):
         x ``[N, in_channels]`` or ``(x_src [N_src, C_src], x_dst [N_dst, C_dst] or None)``;
         ``edge_index`` a ``[2, E]`` edge_index, a sparse ``adj_t`` ``[N_dst, N_src]`` or a
         :class:`~galfast.Graph`; ``size`` ``(N_src, N_dst)`` (optional) -> ``[N_dst,
-        out_channels]``.
+        out_channels]``. On a sampled :class:`~galfast.ops.Block`: x ``[num_src,
+        in_channels]`` (the features of ``block.src_nodes``) -> ``[num_dst, out_channels]``,
+        aggregating over the sampled neighbours (as PyG and DGL on sampled subgraphs).
 
     Example:
         >>> conv = SAGEConv(16, 32, aggr="max")
@@ -107,6 +110,8 @@ class SAGEConv(FusedLayer):
         edge_index: Union[Tensor, Graph, Any],
         size: Optional[tuple[int, int]] = None,
     ) -> Tensor:
+        if isinstance(edge_index, Block):
+            x, edge_index = block_features(x, edge_index), edge_index.as_bipartite_graph()
         x_src, x_dst = split_features(x, bipartite=True)
         pairs = [(self.lin_l, x_src)] + ([(self.lin_r, x_dst)] if self.root_weight else [])
         self._materialize(*((m, t) for m, t in pairs if t is not None))

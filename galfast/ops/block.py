@@ -28,7 +28,10 @@ class Block:
     ``i`` of the CSR, ``col[rowptr[i] : rowptr[i + 1]]``, lists the local ids of the sampled
     in-neighbours of destination ``i``; ``edge_id`` gives each sampled edge's position in the
     graph's CSR order (to gather ``graph.edge_weight`` or edge features). Immutable; derived
-    structure (the transpose for backward) is cached on it.
+    structure (the transpose for backward) is cached on it. Blocks made by
+    :func:`~galfast.ops.sample_neighbors` keep a reference to the graph they were sampled from
+    (``graph``), from which layers that normalise by whole-graph degrees (GCN, Chebyshev) read
+    them.
 
     Attributes:
         num_dst: number of destination nodes.
@@ -36,13 +39,21 @@ class Block:
         rowptr: ``[num_dst + 1]`` int64 offsets into ``col``.
         col: ``[num_edges]`` int64 local source ids, in ``[0, num_src)``.
         edge_id: ``[num_edges]`` int64 positions in the graph's CSR order.
+        graph: the sampled :class:`~galfast.Graph`, or None.
     """
 
     def __init__(
-        self, num_dst: int, src_nodes: Tensor, rowptr: Tensor, col: Tensor, edge_id: Tensor
+        self,
+        num_dst: int,
+        src_nodes: Tensor,
+        rowptr: Tensor,
+        col: Tensor,
+        edge_id: Tensor,
+        graph: Optional[Graph] = None,
     ) -> None:
         self._num_dst, self._src_nodes = num_dst, src_nodes
         self._rowptr, self._col, self._edge_id = rowptr, col, edge_id
+        self._graph = graph
         self._cache: dict[Any, Any] = {}
 
     num_dst = property(lambda self: self._num_dst, doc="Number of destination nodes.")
@@ -50,6 +61,7 @@ class Block:
     rowptr = property(lambda self: self._rowptr, doc="[num_dst + 1] offsets into col.")
     col = property(lambda self: self._col, doc="[num_edges] local source ids.")
     edge_id = property(lambda self: self._edge_id, doc="[num_edges] graph CSR positions.")
+    graph = property(lambda self: self._graph, doc="The sampled Graph (None if not known).")
 
     @property
     def num_src(self) -> int:
@@ -83,6 +95,7 @@ class Block:
             self._num_dst,
             *(t.to(device) for t in (self._src_nodes, self._rowptr, self._col)),
             self._edge_id.to(device),
+            None if self._graph is None else self._graph.to(device),
         )
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
@@ -139,6 +152,17 @@ class Block:
             return Graph(rowptr, self._col, self.num_src)
 
         return self.cached("graph", build)
+
+    def as_bipartite_graph(self) -> Graph:
+        """The block as a bipartite :class:`~galfast.Graph` from its ``num_src`` local nodes to
+        its ``num_dst`` destinations (a plain Graph when the two counts agree): what layers
+        taking bipartite inputs ``(x_src, x_dst)`` aggregate over."""
+
+        def build():
+            num_src = self.num_src if self.num_src != self.num_dst else None
+            return Graph(self._rowptr, self._col, self.num_dst, num_src_nodes=num_src)
+
+        return self.cached("bipartite_graph", build)
 
 
 def _check_inputs(block: Block, x: Tensor, edge_weight: Optional[Tensor], reduce: str) -> None:

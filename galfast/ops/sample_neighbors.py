@@ -267,6 +267,6 @@ def sample_neighbors(
             col, nodes = _relabel_sorted(dst, src)
         else:
             col, nodes = _relabel_cpu(graph, dst, src)
-        blocks.append(Block(dst.numel(), nodes, rowptr, col, edge_id))
+        blocks.append(Block(dst.numel(), nodes, rowptr, col, edge_id, graph))
         dst = nodes
     return blocks

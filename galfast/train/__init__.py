@@ -21,8 +21,10 @@ from galfast.train.batches import (
 )
 from galfast.train.callbacks import Callback, CheckpointEvery, EarlyStopping, EvaluateEvery, History
 from galfast.train.config import GALConfig
+from galfast.train.distributed import init_distributed
 from galfast.train.kg_batches import OneToNBatch, OneToNBatches
 from galfast.train.kg_tasks import OneToNHead, OneToNLoss
+from galfast.train.sampling import NeighborSampling
 from galfast.train.tasks import (
     EdgeHead,
     GraphHead,
@@ -74,3 +76,5 @@ __all__ = [
     "wasserstein_gap",
 ]
 __all__ += ["OneToNHead", "OneToNLoss"]
+__all__ += ["NeighborSampling"]
+__all__ += ["init_distributed"]

@@ -26,13 +26,18 @@ from galfast.nn.grad_reverse import grad_reverse
 from galfast.train.batches import NodeBatches
 from galfast.train.callbacks import Callback, History
 from galfast.train.config import GALConfig, check_number
+from galfast.train.distributed import ProcessGroup
 from galfast.train.encoding import move_to_device, node_inputs
+from galfast.train.layerwise import layerwise_embed, supports_layerwise
 from galfast.train.optimizers import (
     OptimizerSpec,
     make_capturable,
     make_optimizer,
     unique_parameters,
 )
+from galfast.train.sampled_encoding import SampledEncoder
+from galfast.train.sampled_steps import SampledSteps
+from galfast.train.sampling import NeighborSampling
 from galfast.train.step_graphs import StepGraphs
 
 __all__ = ["GALTrainer"]
@@ -52,7 +57,7 @@ class _Adversary:
     attacker: nn.Module
 
 
-class GALTrainer:
+class GALTrainer(SampledSteps):
     r"""Trains an encoder whose embeddings serve a task while hiding sensitive attributes.
 
     The GAL objective (TV form; the Wasserstein form replaces the adversary's loss by the
@@ -144,6 +149,15 @@ class GALTrainer:
             batches made of tensors (tuples, dicts, dataclasses), and optimizers that support
             ``capturable`` (the built-in names do; SGD needs none). Steps with a new batch
             shape are captured too; walk pairings and self-encoding batches run eagerly.
+        sampler: a :class:`~galfast.train.NeighborSampling` to train from neighbour-sampled
+            mini-batches: each step encodes only the sampled computation graphs of the nodes
+            its batch reads (the encoder is called on blocks, see NeighborSampling), and
+            ``embed()`` runs layer by layer in chunks. None (default): every step encodes the
+            whole graph.
+
+    Under ``torchrun`` (an initialised ``torch.distributed`` process group, see
+    :mod:`galfast.train.distributed`) a sampled trainer is data-parallel: each process trains
+    on its share of every batch, gradients are averaged, checkpoints are written by rank 0.
 
     Example:
         >>> trainer = GALTrainer(encoder, EdgeHead(decoder), AttackerMLP(20, out_dim=1),
@@ -175,6 +189,7 @@ class GALTrainer:
         adv_update: str = "separate",
         device: Optional[Union[str, torch.device]] = None,
         cuda_graphs: bool = False,
+        sampler: Optional[NeighborSampling] = None,
     ) -> None:
         if not isinstance(encoder, nn.Module):
             raise ValueError(f"encoder must be a torch.nn.Module, got {type(encoder).__name__}")
@@ -195,6 +210,24 @@ class GALTrainer:
             walk_mode=walk_mode,
             adv_update=adv_update,
         )
+        if sampler is not None and not isinstance(sampler, NeighborSampling):
+            raise ValueError(
+                f"sampler must be a galfast.train.NeighborSampling, got {type(sampler).__name__}"
+            )
+        if sampler is not None and cuda_graphs:
+            raise ValueError("cuda_graphs=True needs fixed shapes; sampled batches vary in size")
+        group = ProcessGroup.detect()
+        if group.enabled and sampler is None:
+            raise ValueError(
+                "multi-process training (torch.distributed is initialised with "
+                f"{group.world_size} processes) needs sampler=NeighborSampling(...): each "
+                "process samples its share of every batch"
+            )
+        if group.enabled and settings.distance == "wasserstein":
+            raise ValueError(
+                "multi-process training supports distance='tv' (the Wasserstein critic's loss "
+                "over class-conditional means does not split into per-process shares)"
+            )
         if settings.lam > 0 and attacker is None:
             raise ValueError("lam > 0 needs an attacker (the simulated adversary)")
         if attacker is not None and not isinstance(attacker, (nn.Module, Mapping)):
@@ -218,6 +251,8 @@ class GALTrainer:
         self.attacker = None if attacker is None else attacker.to(self.device)
         self.task_loss = task_loss
         self.settings = settings
+        self.sampler = sampler
+        self.process_group = group
 
         params = unique_parameters(encoder, task_head)
         task_ids = {id(p) for p in params}
@@ -241,6 +276,7 @@ class GALTrainer:
         self._graph: Optional[Graph] = None
         self._x: Optional[Tensor] = None
         self._context: tuple = ()
+        self._sampled: Optional[SampledEncoder] = None
 
     @staticmethod
     def _module_device(module: nn.Module) -> torch.device:
@@ -295,8 +331,15 @@ class GALTrainer:
         for cb in callbacks:
             if not isinstance(cb, Callback):
                 raise ValueError(f"callbacks must be Callback instances, got {type(cb).__name__}")
+        if self.sampler is not None and graph is None:
+            raise ValueError("sampled training (sampler=...) needs the graph to sample from")
         graph = None if graph is None else graph.to(self.device)
         inputs = None if graph is None else node_inputs(graph, x, self.device)
+        if self.sampler is not None:
+            self._sampled = SampledEncoder(self.sampler, graph, inputs, self.settings.seed)
+        # Every process starts from rank 0's modules (DDP's rule); the optimizers' states are
+        # fresh or loaded from the same checkpoint, hence equal too.
+        self.process_group.broadcast([self.encoder, self.task_head, self.attacker])
         if graph is not None and isinstance(task_batches, NodeBatches):
             task_batches.check_nodes(graph.num_nodes)
         adversaries = self._adversaries(sensitive, graph)
@@ -420,11 +463,11 @@ class GALTrainer:
         phase = "pretrain" if pretrain else ("adversarial" if adversarial else "task")
         record: dict[str, Any] = {"epoch": self.epoch, "phase": phase}
         if task_losses:
-            record["task_loss"] = float(torch.stack(task_losses).mean())
+            record["task_loss"] = self._mean_over_steps(task_losses)
         record["task_steps"], record["adv_steps"] = len(task_losses), adv_steps
         for name, values in adv_losses.items():
             if values:
-                record[f"adv_loss/{name}"] = float(torch.stack(values).mean())
+                record[f"adv_loss/{name}"] = self._mean_over_steps(values)
             if adversarial:
                 record[f"pairs/{name}"], record[f"pair_failures/{name}"] = (
                     pairs[name],
@@ -432,6 +475,11 @@ class GALTrainer:
                 )
         record["seconds"] = time.perf_counter() - started
         return record
+
+    def _mean_over_steps(self, values: list[Tensor]) -> float:
+        """The mean over the epoch's steps of a loss; with several processes each step's value
+        is this process's share (loss x its part of the batch), summed over the processes."""
+        return float(self.process_group.sum(torch.stack(values)).mean())
 
     def _encode(self, graph, inputs, batch) -> tuple[Tensor, Optional[Tensor]]:
         """``(z, ids)``: ids None means row i of z is node i (full-graph encoding)."""
@@ -467,6 +515,8 @@ class GALTrainer:
                 module.train()
 
     def _task_step(self, graph, inputs, batch) -> Tensor:
+        if self._sampled is not None:
+            return self._sampled_task_step(batch)
         z, _ = self._encode(graph, inputs, batch)
         loss = self.task_loss(self.task_head(z, batch), batch)
         self.task_optimizer.zero_grad()
@@ -499,6 +549,12 @@ class GALTrainer:
         return paired.partners, targets[paired.keep]
 
     def _adversary_step(self, graph, inputs, batch, adversaries, pairs, failures):
+        if self._sampled is not None:
+            picked = [
+                self._paired_rows(i, adversary, graph, pairs, failures)
+                for i, adversary in enumerate(adversaries)
+            ]
+            return self._sampled_adversary_step(batch, adversaries, picked, joint=False)[1]
         if hasattr(batch, "encode"):
             if self.settings.pairing.hops > 0:
                 raise ValueError(
@@ -525,6 +581,12 @@ class GALTrainer:
         """``adv_update="joint"``: one encoding and one backward of the task loss plus the
         adversaries' losses behind ``grad_reverse(z, lam)``; the task optimizer steps the
         encoder and the head, the adversary optimizer the attackers."""
+        if self._sampled is not None:
+            picked = [
+                self._paired_rows(i, adversary, graph, pairs, failures)
+                for i, adversary in enumerate(adversaries)
+            ]
+            return self._sampled_adversary_step(batch, adversaries, picked, joint=True)
         if hasattr(batch, "encode"):
             if self.settings.pairing.hops > 0:
                 raise ValueError(
@@ -597,10 +659,21 @@ class GALTrainer:
 
     # ---------------------------------------------------------------- embeddings
     @torch.no_grad()
-    def embed(self, graph: Optional[Graph] = None, x: Optional[Tensor] = None) -> Tensor:
+    def embed(
+        self,
+        graph: Optional[Graph] = None,
+        x: Optional[Tensor] = None,
+        *,
+        chunk_size: Optional[int] = None,
+    ) -> Tensor:
         """The encoder's embeddings ``[num_nodes, D]`` in eval mode (BatchNorm uses running
         statistics, no dropout), detached. Defaults to the graph and ``x`` of the last
-        ``fit``."""
+        ``fit``.
+
+        With ``chunk_size``, or on a sampled trainer (``sampler.embed_chunk_size``) whose
+        encoder supports it, the encoder runs layer by layer over all nodes in chunks of
+        ``chunk_size`` destinations (:func:`~galfast.train.layerwise.layerwise_embed`): the
+        same embeddings for a graph too big for one pass."""
         if graph is None:
             if self._graph is None:
                 raise ValueError("embed() needs a graph (no fit on a graph has run yet)")
@@ -609,10 +682,17 @@ class GALTrainer:
         if not isinstance(graph, Graph):
             raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
         graph = graph.to(self.device)
+        if chunk_size is not None:
+            check_number("chunk_size", chunk_size, minimum=1, integer=True)
+        elif self.sampler is not None and supports_layerwise(self.encoder):
+            chunk_size = self.sampler.embed_chunk_size
         was_training = self.encoder.training
         self.encoder.eval()
         try:
-            return self.encoder(node_inputs(graph, x, self.device), graph).detach()
+            inputs = node_inputs(graph, x, self.device)
+            if chunk_size is not None:
+                return layerwise_embed(self.encoder, graph, inputs, chunk_size)
+            return self.encoder(inputs, graph).detach()
         finally:
             self.encoder.train(was_training)
 
@@ -664,7 +744,12 @@ class GALTrainer:
             self._step_graphs.clear()  # captured steps read the replaced optimizer state
 
     def save_checkpoint(self, path: Union[str, os.PathLike]) -> None:
-        """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed)."""
+        """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed).
+        With several processes, every process calls it and rank 0 alone writes (all hold the
+        same state); each returns once the file is complete."""
+        if self.process_group.rank != 0:
+            self.process_group.barrier()
+            return
         path = os.fspath(path)
         parent = os.path.dirname(path)
         if parent:
@@ -672,6 +757,7 @@ class GALTrainer:
         tmp = f"{path}.tmp"
         torch.save(self.state_dict(), tmp)
         os.replace(tmp, path)
+        self.process_group.barrier()
 
     def load_checkpoint(self, path: Union[str, os.PathLike]) -> GALTrainer:
         """Loads a checkpoint written by :meth:`save_checkpoint` into this trainer; the next
@@ -691,6 +777,7 @@ class GALTrainer:
         config: GALConfig,
         device: Optional[Union[str, torch.device]] = None,
         cuda_graphs: bool = False,
+        sampler: Optional[NeighborSampling] = None,
     ) -> GALTrainer:
         """A trainer with the hyperparameters of ``config``; the same as passing its fields
         as keyword arguments."""
@@ -701,6 +788,7 @@ class GALTrainer:
             task_loss=task_loss,
             device=device,
             cuda_graphs=cuda_graphs,
+            sampler=sampler,
             **config.trainer_kwargs(),
         )
 
@@ -715,10 +803,12 @@ class GALTrainer:
         task_loss: Callable[[Any, Any], Tensor],
         optimizer: Optional[OptimizerSpec] = None,
         device: Optional[Union[str, torch.device]] = None,
+        sampler: Optional[NeighborSampling] = None,
     ) -> GALTrainer:
         """Builds a trainer with the hyperparameters saved in ``path`` around freshly built
         modules of the same architecture, and loads the saved state. ``optimizer`` is needed
-        only when the saved run used a factory (which a checkpoint cannot store).
+        only when the saved run used a factory (which a checkpoint cannot store); ``sampler``
+        when it trained on sampled batches (a run may resume on any number of processes).
 
         Example:
             >>> trainer = GALTrainer.resume("run.pt", make_encoder(), head, attacker,
@@ -728,7 +818,13 @@ class GALTrainer:
         state = torch.load(os.fspath(path), map_location=device or "cpu", weights_only=True)
         settings = GALConfig.from_checkpoint(state["config"], optimizer)
         trainer = cls.from_config(
-            encoder, task_head, attacker, task_loss=task_loss, config=settings, device=device
+            encoder,
+            task_head,
+            attacker,
+            task_loss=task_loss,
+            config=settings,
+            device=device,
+            sampler=sampler,
         )
         trainer.load_state_dict(state)
         return trainer

@@ -1,0 +1,123 @@
+"""Data-parallel GAL on ``torch.distributed``: each process trains on its share of every
+global batch and the gradients of all modules are averaged before each optimizer step.
+
+Launch with ``torchrun --nproc_per_node=N your_script.py`` (gloo on CPU, NCCL on GPU); the
+script calls :func:`init_distributed` and builds its ``GALTrainer`` as usual, which finds the
+process group. What each step does (the gradient averaging of PyTorch's DDP, as one
+``all_reduce`` per optimizer step):
+
+- Every process iterates the same global task batches and takes a contiguous share of each
+  batch's items; the adversary batch (and its walks) is drawn identically on every process,
+  which takes its share of the attacked nodes. Each process samples the computation graph of
+  its share only; a node draws the same neighbours whichever process samples it.
+- Each process scales its loss by (its items / global items) x world size, so the averaged
+  gradient is the gradient of the global batch's mean loss: the same step as one process
+  with the whole batch (the task loss must be a mean over the batch's items, as the
+  ready-made losses are).
+- Parameters and buffers are broadcast from rank 0 when ``fit`` starts; every process then
+  takes the same optimizer steps, so encoder, task head, attackers and both optimizers stay
+  identical everywhere. Checkpoints are written by rank 0 only and load on any number of
+  processes.
+
+Why not wrap the modules in ``DistributedDataParallel``: a GAL step calls the encoder for the
+task and again for the adversary, with a set of attackers that varies with the batch, and a
+process whose share holds no known value of an attribute skips that attacker; DDP's reducer
+expects every process to run the same forward and would wait forever there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from typing import Optional
+
+import torch
+import torch.distributed as dist
+from torch import Tensor, nn
+
+__all__ = ["ProcessGroup", "init_distributed"]
+
+
+def init_distributed(backend: Optional[str] = None) -> torch.device:
+    """Joins the process group ``torchrun`` describes (``RANK``, ``WORLD_SIZE``,
+    ``MASTER_ADDR``...) and returns this process's device: ``cuda:LOCAL_RANK`` with NCCL when
+    CUDA is available, else the CPU with gloo. Without torchrun's variables it starts nothing
+    and returns the default device (a one-process run)."""
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if cuda else None
+    if device is not None:
+        torch.cuda.set_device(device)
+    if "WORLD_SIZE" not in os.environ or dist.is_initialized():
+        return device or torch.device("cpu")
+    dist.init_process_group(backend or ("nccl" if cuda else "gloo"))
+    return device or torch.device("cpu")
+
+
+class ProcessGroup:
+    """This process's place among the trainer's processes (one process: rank 0 of 1, and
+    every collective is the identity)."""
+
+    def __init__(self, rank: int = 0, world_size: int = 1) -> None:
+        self.rank, self.world_size = rank, world_size
+
+    @classmethod
+    def detect(cls) -> ProcessGroup:
+        """The initialised default process group, if any."""
+        if dist.is_available() and dist.is_initialized():
+            return cls(dist.get_rank(), dist.get_world_size())
+        return cls()
+
+    @property
+    def enabled(self) -> bool:
+        return self.world_size > 1
+
+    def share(self, count: int) -> tuple[int, int]:
+        """``(start, stop)`` of this process's contiguous share of ``count`` items."""
+        return count * self.rank // self.world_size, count * (self.rank + 1) // self.world_size
+
+    def sum(self, values: Tensor) -> Tensor:
+        """The elementwise sum of ``values`` over all processes."""
+        if self.enabled:
+            values = values.clone()
+            dist.all_reduce(values)
+        return values
+
+    def average_gradients(self, parameters: Iterable[nn.Parameter]) -> None:
+        """Replaces each gradient by its mean over the processes, in one all_reduce. A
+        parameter no process gave a gradient keeps None (the optimizer skips it, as in a
+        one-process run); one that some processes left None counts zeros there."""
+        if not self.enabled:
+            return
+        params = list(parameters)
+        if not params:
+            return
+        reference = params[0]
+        flat = [
+            p.grad.reshape(-1) if p.grad is not None else reference.new_zeros(p.numel())
+            for p in params
+        ]
+        flags = torch.tensor(
+            [p.grad is not None for p in params], dtype=reference.dtype, device=reference.device
+        )
+        buffer = self.sum(torch.cat([*flat, flags]))
+        grads, used = buffer[: -len(params)], buffer[-len(params) :]
+        start = 0
+        for p, was_used in zip(params, used.tolist()):
+            grad = grads[start : start + p.numel()].view_as(p) / self.world_size
+            start += p.numel()
+            if was_used:
+                p.grad = grad.to(p.dtype)
+
+    def broadcast(self, modules: Sequence[Optional[nn.Module]]) -> None:
+        """Copies rank 0's parameters and buffers into every process (as DDP does when built)."""
+        if not self.enabled:
+            return
+        for module in modules:
+            if isinstance(module, nn.Module):
+                for tensor in [*module.parameters(), *module.buffers()]:
+                    with torch.no_grad():
+                        dist.broadcast(tensor.data, src=0)
+
+    def barrier(self) -> None:
+        if self.enabled:
+            dist.barrier()
