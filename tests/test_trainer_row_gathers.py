@@ -1,5 +1,5 @@
-"""EdgeHead and RatingBatches gather rows with index_select (issue 19, a whole MovieLens run):
-the rows, and the gradient of rows picked several times, are those of plain indexing."""
+"""EdgeHead gathers rows with index_select (issue 19, a whole MovieLens run): the rows, and
+the gradient of rows picked several times, are those of plain indexing."""
 
 from __future__ import annotations
 
