@@ -282,7 +282,10 @@ class Graph:
     edge_type = property(lambda self: self._edge_type, doc="Optional [num_edges] relation ids.")
 
     def _tensor_versions(self) -> tuple:
-        return tuple(None if t is None else t._version for t in map(self.__getattribute__, _FIELDS))
+        return tuple(None if t is None else t._version for t in self._field_tensors())
+
+    def _field_tensors(self) -> tuple:
+        return (self._rowptr, self._col, self._edge_weight, self._edge_type)
 
     def check_unmodified(self) -> None:
         """Raises ValueError when one of the graph's tensors was modified in place since the

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 from torch import Tensor
@@ -19,6 +19,7 @@ _REDUCES = ("sum", "mean", "max")
 _NORMS = (None, "gcn")
 # Custom ops take modes as ints; these are _C.AggMode's values.
 _SUM, _MAX, _MASKED_SUM = (int(m) for m in (_C.AggMode.SUM, _C.AggMode.MAX, _C.AggMode.MASKED_SUM))
+_AGG_MODES = {int(m): m for m in (_C.AggMode.SUM, _C.AggMode.MAX, _C.AggMode.MASKED_SUM)}
 
 
 # ---------------------------------------------------------------- kernels (csrc/aggregate)
@@ -45,13 +46,13 @@ def launch_aggregate(
     winning edge id for max and is empty otherwise (csrc/aggregate/aggregate.h)."""
     out, arg = _aggregate_outputs(rowptr, x, mode)
     p = _C.AggregateParams()
-    p.rowptr, p.col, p.edge_id = ptr(rowptr), ptr(col), ptr(edge_id)
+    p.rowptr, p.col, p.edge_id = rowptr.data_ptr(), col.data_ptr(), ptr(edge_id)
     p.weight, p.row_scale, p.col_scale = ptr(weight), ptr(row_scale), ptr(col_scale)
-    p.x, p.out, p.arg, p.mask_arg = ptr(x), ptr(out), ptr(arg), ptr(mask_arg)
-    p.hub_rows, p.num_hub_rows = ptr(hub_rows), hub_rows.numel()  # CUDA only; empty on CPU
+    p.x, p.out, p.arg, p.mask_arg = x.data_ptr(), out.data_ptr(), arg.data_ptr(), ptr(mask_arg)
+    p.hub_rows, p.num_hub_rows = hub_rows.data_ptr(), hub_rows.numel()  # CUDA only
     p.num_rows, p.num_cols, p.num_features = rowptr.numel() - 1, x.size(0), x.size(1)
     p.num_edges = col.numel()
-    p.mode = _C.AggMode(mode)
+    p.mode = _AGG_MODES[mode]
     p.dtype = kernel_dtype(x.dtype)
     run_kernel("aggregate", p, x.device)
     return out, arg
@@ -167,12 +168,23 @@ def _backward(ctx, grad_out, _grad_arg):
 
 
 _aggregate_op.register_autograd(_backward, setup_context=_setup_context)
-_AggregateEager = eager_function(_aggregate_forward, _setup_context, _backward)
+# The eight graph tensors, which never need a gradient, travel as one tuple (see _eager.py).
+_AggregateEager = eager_function(
+    _aggregate_forward, _setup_context, _backward, static=8, backward_only_outputs=True
+)
 
 
 def _check_inputs(
-    graph: Graph, x: Tensor, edge_weight: Optional[Tensor], reduce: str, norm: Optional[str]
+    graph: Graph,
+    x: Tensor,
+    edge_weight: Optional[Tensor],
+    reduce: str,
+    norm: Optional[str],
+    scan_weight: bool = True,
 ) -> None:
+    """Raises a ValueError naming what is wrong with the inputs. ``scan_weight=False`` skips
+    the finiteness scan of ``edge_weight`` when it is the graph's own, which the Graph scanned
+    when it was built (and check_unmodified guards against in-place edits since)."""
     if not isinstance(graph, Graph):
         raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
     graph.check_unmodified()
@@ -195,14 +207,17 @@ def _check_inputs(
         )
     check_float_dtype("x", x)
     if edge_weight is not None:
-        check_edge_weight(edge_weight, graph.num_edges, x, "CSR edge order")
+        check_edge_weight(edge_weight, graph.num_edges, x, "CSR edge order", scan=scan_weight)
 
 
-def check_edge_weight(edge_weight: Tensor, num_edges: int, x: Tensor, order: str) -> None:
+def check_edge_weight(
+    edge_weight: Tensor, num_edges: int, x: Tensor, order: str, *, scan: bool = True
+) -> None:
     """An op's ``edge_weight``: a finite floating tensor ``[num_edges]`` (in ``order``) on
     ``x``'s device. The finiteness scan reads the values on the host: it is skipped while
     tracing and while a CUDA graph is captured (a host sync would break the capture of
-    GALTrainer(cuda_graphs=True)'s steps, whose eager warm-up steps scanned the same weights)."""
+    GALTrainer(cuda_graphs=True)'s steps, whose eager warm-up steps scanned the same weights),
+    and with ``scan=False`` (weights already scanned and unmodified since)."""
     if not isinstance(edge_weight, Tensor):
         raise ValueError(f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}")
     if edge_weight.shape != (num_edges,):
@@ -214,7 +229,7 @@ def check_edge_weight(edge_weight: Tensor, num_edges: int, x: Tensor, order: str
     if not edge_weight.dtype.is_floating_point:
         raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
     capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
-    if not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
+    if scan and not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
         raise ValueError("edge_weight contains NaN or infinite values")
 
 
@@ -257,9 +272,10 @@ def aggregate(
                 [1., 0., 0.],
                 [0., 1., 0.]])
     """
-    if edge_weight is None and isinstance(graph, Graph):
+    weight_is_graphs = edge_weight is None and isinstance(graph, Graph)
+    if weight_is_graphs:
         edge_weight = graph.edge_weight
-    _check_inputs(graph, x, edge_weight, reduce, norm)
+    _check_inputs(graph, x, edge_weight, reduce, norm, scan_weight=not weight_is_graphs)
     x = x.contiguous()
     acc = accumulation_dtype(x.dtype)
     if edge_weight is not None:
@@ -270,23 +286,59 @@ def aggregate(
     if reduce == "mean":
         mean = graph.degree_scale("mean", acc)
         row_scale = mean if row_scale is None else row_scale * mean
+    mode = _MAX if reduce == "max" else _SUM
+    return apply_aggregate(graph, x, edge_weight, row_scale, col_scale, mode)
+
+
+def apply_aggregate(
+    structure: Any,
+    x: Tensor,
+    edge_weight: Optional[Tensor],
+    row_scale: Optional[Tensor],
+    col_scale: Optional[Tensor],
+    mode: int,
+) -> Tensor:
+    """The aggregate kernel over `structure` (a :class:`Graph` or a sampled Block: ``rowptr``,
+    ``col``, ``row``, ``hub_rows(transposed)`` and :func:`transpose_of`), on checked inputs.
+
+    Three routes to the same kernel: the custom op while tracing; the eager autograd.Function
+    when a gradient is wanted; and a plain launch when none is (inference, frozen features),
+    which skips autograd's bookkeeping and the transpose that only the backward reads."""
     on_cuda = x.device.type == "cuda"
-    empty = graph.rowptr.new_empty(0)
-    csc = graph.csc
-    op = _aggregate_op if tracing() else _AggregateEager.apply
-    out, _ = op(
-        graph.rowptr,
-        graph.col,
-        graph.row,
-        graph.hub_rows() if on_cuda else empty,
-        csc.colptr,
-        csc.row,
-        csc.edge_id,
-        graph.hub_rows(transposed=True) if on_cuda else empty,
-        x,
-        edge_weight,
-        row_scale,
-        col_scale,
-        _MAX if reduce == "max" else _SUM,
+    traced = tracing()
+    wants_grad = torch.is_grad_enabled() and (
+        x.requires_grad or (edge_weight is not None and edge_weight.requires_grad)
     )
-    return out
+    empty = _no_hub_rows(structure)
+    if not traced and not wants_grad:
+        hub_rows = structure.hub_rows() if on_cuda else empty
+        rowptr, col = structure.rowptr, structure.col
+        return launch_aggregate(
+            rowptr, col, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
+        )[0]
+    colptr, csc_row, csc_edge_id = transpose_of(structure)
+    graph_tensors = (
+        structure.rowptr,
+        structure.col,
+        structure.row,
+        structure.hub_rows() if on_cuda else empty,
+        colptr,
+        csc_row,
+        csc_edge_id,
+        structure.hub_rows(transposed=True) if on_cuda else empty,
+    )
+    if traced:
+        return _aggregate_op(*graph_tensors, x, edge_weight, row_scale, col_scale, mode)[0]
+    return _AggregateEager.apply(graph_tensors, x, edge_weight, row_scale, col_scale, mode)
+
+
+def transpose_of(structure: Any) -> tuple[Tensor, Tensor, Tensor]:
+    """(colptr, row, edge_id) of a Graph's cached CSC or of a Block's transpose."""
+    if isinstance(structure, Graph):
+        return tuple(structure.csc)
+    return structure.transpose()
+
+
+def _no_hub_rows(structure: Any) -> Tensor:
+    """The empty hub list the CPU kernels take, made once per graph."""
+    return structure.cached("no_hub_rows", lambda: structure.rowptr.new_empty(0))

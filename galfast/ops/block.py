@@ -10,8 +10,7 @@ from torch import Tensor
 from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
 from galfast.graph import Graph
-from galfast.ops._eager import tracing
-from galfast.ops.aggregate import _MAX, _SUM, _aggregate_op, _AggregateEager, check_edge_weight
+from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight
 
 __all__ = ["Block", "block_aggregate"]
 
@@ -226,23 +225,6 @@ def block_aggregate(
     if reduce == "mean":
         degree = block.in_degree.to(accumulation_dtype(x.dtype))
         row_scale = degree.reciprocal().masked_fill(degree == 0, 0.0)
-    on_cuda = x.device.type == "cuda"
-    empty = block.rowptr.new_empty(0)
-    colptr, csc_row, edge_pos = block.transpose()
-    op = _aggregate_op if tracing() else _AggregateEager.apply
-    out, _ = op(
-        block.rowptr,
-        block.col,
-        block.row,
-        block.hub_rows() if on_cuda else empty,
-        colptr,
-        csc_row,
-        edge_pos,
-        block.hub_rows(transposed=True) if on_cuda else empty,
-        x,
-        edge_weight,
-        row_scale,
-        None,
-        _MAX if reduce == "max" else _SUM,
+    return apply_aggregate(
+        block, x, edge_weight, row_scale, None, _MAX if reduce == "max" else _SUM
     )
-    return out

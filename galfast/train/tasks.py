@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
@@ -41,7 +42,17 @@ class EdgeHead(nn.Module):
         self.decoder = decoder
 
     def forward(self, z: Tensor, batch: Any) -> Tensor:
-        return self.decoder(z[batch.src], z[batch.dst])
+        return self.decoder(_rows(z, batch.src), _rows(z, batch.dst))
+
+
+def _rows(z: Tensor, ids: Any) -> Tensor:
+    """``z[ids]``; by index_select for a 1-D id tensor: the same rows (and, summed in the same
+    order, the same gradient), without advanced indexing's per-call setup and with an
+    index_add backward instead of an accumulating index_put (MovieLens: 2x 8,192 rows a
+    step)."""
+    if isinstance(ids, Tensor) and ids.dim() == 1 and ids.dtype in (torch.int64, torch.int32):
+        return z.index_select(0, ids)
+    return z[ids]
 
 
 class GraphHead(nn.Module):

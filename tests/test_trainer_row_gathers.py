@@ -1,0 +1,49 @@
+"""EdgeHead gathers rows with index_select (issue 19, a whole MovieLens run): the rows, and
+the gradient of rows picked several times, are those of plain indexing."""
+
+from __future__ import annotations
+
+import torch
+
+from galfast.models import BilinearRatingDecoder
+from galfast.train import EdgeHead, RatingBatches
+from galfast.train.batches import RatingBatch
+
+
+def test_edge_head_matches_indexing_with_repeated_rows_bitwise():
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(30, 6, generator=gen, requires_grad=True)
+    src = torch.randint(0, 10, (200,), generator=gen)  # many repeats
+    dst = torch.randint(10, 30, (200,), generator=gen).int()  # int32 ids too
+    batch = RatingBatch(src, dst, torch.zeros(200, dtype=torch.long), torch.ones(200))
+    decoder = BilinearRatingDecoder(6)
+    out = EdgeHead(decoder)(z, batch)
+    grad = torch.randn(out.shape, generator=gen)
+    out.backward(grad)
+    z_ref = z.detach().clone().requires_grad_()
+    ref = decoder(z_ref[src], z_ref[dst.long()])
+    ref.backward(grad)
+    assert torch.equal(out, ref) and torch.equal(z.grad, z_ref.grad)
+
+
+def test_edge_head_still_takes_what_indexing_takes():
+    z = torch.arange(12.0).view(6, 2)
+    mask = torch.tensor([True, False, True, False, False, True])
+    batch = RatingBatch(mask, [1, 2, 3], None, None)
+    head = EdgeHead(torch.nn.Bilinear(2, 2, 1))
+    assert head(z, batch).shape == (3, 1)
+
+
+def test_rating_batches_yield_the_indexed_ratings():
+    torch.manual_seed(0)
+    pairs = torch.randint(0, 50, (2, 1000))
+    ratings = torch.randint(1, 6, (1000,)).float()
+    seen = []
+    for batch in RatingBatches(pairs, ratings, batch_size=128):
+        assert batch.src.shape == batch.dst.shape == batch.level.shape == (batch.rating.numel(),)
+        assert torch.equal(batch.rating, batch.level.float() + 1)
+        seen.append(torch.stack([batch.src, batch.dst, batch.rating.long()]))
+    seen = torch.cat(seen, 1)
+    key = lambda t: (t[0] * 50 + t[1]) * 10 + t[2]  # noqa: E731
+    expected = torch.stack([pairs[0], pairs[1], ratings.long()])
+    assert torch.equal(key(seen).sort().values, key(expected).sort().values)
