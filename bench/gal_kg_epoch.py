@@ -102,9 +102,9 @@ class ReferenceRun:
     """The reference loop over the same batches (epoch e, batch b of OneToNBatches' order) and
     adversary rows (by step) as galfast's trainer."""
 
-    def __init__(self, ds, attr, model, attacker, queries):
+    def __init__(self, ds, attr, model, attacker, queries, from_logits=False):
         ref, ref_attacker = from_galfast(model, attacker, ds.train, ds.num_relations)
-        self.gal = ReferenceGAL(ref, ref_attacker, LR, LAM)
+        self.gal = ReferenceGAL(ref, ref_attacker, LR, LAM, from_logits)
         self.queries, self.known, self.step = queries, attr.known(ds.num_entities), 0
         offsets, answers = queries.offsets.numpy(), queries.answers.numpy()
         self.answers = [answers[offsets[q] : offsets[q + 1]] for q in range(len(offsets) - 1)]
@@ -158,10 +158,11 @@ def run_reference(ds, attr, args) -> dict:
 
 
 def check(ds, attr, steps: int) -> None:
-    """Dropout off on both sides: the per-step task and adversary losses agree."""
+    """Dropout off on both sides and the reference's task loss taken from its logits: the
+    per-step task and adversary losses agree."""
     queries = kg_queries(ds.train, ds.num_entities, ds.num_relations)
     model, attacker = build(ds, NO_DROPOUT)
-    ref = ReferenceRun(ds, attr, model, attacker, queries)
+    ref = ReferenceRun(ds, attr, model, attacker, queries, from_logits=True)
     trainer = galfast_trainer(model, attacker)
     batches = OneToNBatches(queries, BATCH, seed=SEED)
     theirs = [ref.run(e, 1)[0] for e in range(steps)]

@@ -72,7 +72,7 @@ class CompGCNConvE(nn.Module):
         stack_inp = torch.cat([e1_embed, rel_embed], 1)
         return torch.transpose(stack_inp, 2, 1).reshape((-1, 1, 2 * self.k_w, self.k_h))
 
-    def forward(self, sub, rel):
+    def logits(self, sub, rel):
         all_ent, all_rel = self.forward_base()
         sub_emb, rel_emb = torch.index_select(all_ent, 0, sub), torch.index_select(all_rel, 0, rel)
         x = self.bn0(self.concat(sub_emb, rel_emb))
@@ -82,7 +82,10 @@ class CompGCNConvE(nn.Module):
         x = F.relu(self.bn2(self.hidden_drop2(x)))
         x = torch.mm(x, all_ent.transpose(1, 0))
         x += self.bias.expand_as(x)
-        return torch.sigmoid(x)
+        return x
+
+    def forward(self, sub, rel):
+        return torch.sigmoid(self.logits(sub, rel))
 
     def encoder_parameters(self):
         return [self.init_embed, self.init_rel, *self.conv1.parameters()]
@@ -147,10 +150,15 @@ def _copy_layer(layer: nn.Module) -> nn.Module:
 
 
 class ReferenceGAL:
-    """GAL's loop on CompGCN-ConvE: a task step then an adversary step per batch."""
+    """GAL's loop on CompGCN-ConvE: a task step then an adversary step per batch.
+    ``from_logits``: the task loss from the logits (as galfast) instead of CompGCN's
+    ``BCELoss(sigmoid(.))``, which saturates for logits above ~17 (float32 sigmoid is 1, the
+    log is clamped at -100): for comparing the two models' numbers, not their speed."""
 
-    def __init__(self, model: CompGCNConvE, attacker: nn.Module, lr: float, lam: float):
-        self.model, self.attacker, self.lam = model, attacker, lam
+    def __init__(
+        self, model: CompGCNConvE, attacker: nn.Module, lr: float, lam: float, from_logits=False
+    ):
+        self.model, self.attacker, self.lam, self.from_logits = model, attacker, lam, from_logits
         self.task_opt = torch.optim.Adam(model.parameters(), lr=lr)
         adv_params = [*attacker.parameters(), *model.encoder_parameters()]
         self.adv_opt = torch.optim.Adam(adv_params, lr=lr * lam)
@@ -162,8 +170,10 @@ class ReferenceGAL:
         label = torch.stack([get_label(a, num_ent, lbl_smooth) for a in answers])
         self.model.train()
         self.attacker.train()
-        pred = self.model(sub, rel)
-        loss = self.bceloss(pred, label)
+        if self.from_logits:
+            loss = F.binary_cross_entropy_with_logits(self.model.logits(sub, rel), label)
+        else:
+            loss = self.bceloss(self.model(sub, rel), label)
         self.task_opt.zero_grad()
         loss.backward()
         self.task_opt.step()
