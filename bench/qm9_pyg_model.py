@@ -139,4 +139,4 @@ class ReferenceGAL:
         self.adv_opt.zero_grad()
         adv_loss.backward()
         self.adv_opt.step()
-        return float(loss), float(adv_loss)
+        return float(loss.detach()), float(adv_loss.detach())
