@@ -28,49 +28,71 @@ constexpr int64_t kTileBytes = 512 * 1024;
 // Rows per tile of the weight pass (a fixed number: the row order of grad_W3's sums).
 constexpr int64_t kWeightTileRows = 64;
 
-// C[i, j] (+)= sum_k A[i * a_row + k * a_col] * B[k * ldb + j] for the tile's kR rows and
-// kVecs vectors of columns; `accumulate` false overwrites C.
+// B [depth, n] (row-major, ldb) as panels of kVecs vectors of columns: panel j holds columns
+// [j * width, (j + 1) * width) for every k contiguously ([ceil(n / width)][depth][width], zero
+// past n), so a register tile streams its B values in order. Read with a power-of-two row
+// stride instead (W3's rows, 8192 floats apart in W3^T), every load of a tile fell in the same
+// L1 set.
+template <typename T>
+std::vector<T> pack_panels(const T* B, int64_t depth, int64_t n, int64_t ldb) {
+  constexpr int64_t kWidth = kVecs * kLanes<T>;
+  const int64_t panels = (n + kWidth - 1) / kWidth;
+  std::vector<T> packed(std::max<int64_t>(1, panels * depth * kWidth), T(0));
+  for (int64_t j = 0; j < panels; ++j) {
+    const int64_t cols = std::min(kWidth, n - j * kWidth);
+    T* panel = packed.data() + j * depth * kWidth;
+    for (int64_t k = 0; k < depth; ++k)
+      std::copy(B + k * ldb + j * kWidth, B + k * ldb + j * kWidth + cols, panel + k * kWidth);
+  }
+  return packed;
+}
+
+// C[i, j] (+)= sum_k A[i * a_row + k * a_col] * panel[k * width + j] for the tile's kR rows and
+// its `cols` columns (at most one panel's width); `accumulate` false overwrites C.
 template <typename T, int kR>
 [[gnu::always_inline]] inline void gemm_tile(int64_t depth, const T* __restrict A, int64_t a_row,
-                                             int64_t a_col, const T* __restrict B, int64_t ldb,
-                                             T* __restrict C, int64_t ldc, bool accumulate) {
+                                             int64_t a_col, const T* __restrict panel,
+                                             T* __restrict C, int64_t ldc, int64_t cols,
+                                             bool accumulate) {
+  constexpr int64_t kWidth = kVecs * kLanes<T>;
   Vec<T> acc[kR][kVecs] = {};
+  T edge[kWidth];  // a partial tile's columns go through here
   if (accumulate) {
     for (int i = 0; i < kR; ++i) {
-      for (int j = 0; j < kVecs; ++j) load(acc[i][j], C + i * ldc + j * kLanes<T>);
+      const T* c = C + i * ldc;
+      if (cols < kWidth) {
+        std::fill(edge, edge + kWidth, T(0));
+        std::copy(c, c + cols, edge);
+        c = edge;
+      }
+      for (int j = 0; j < kVecs; ++j) load(acc[i][j], c + j * kLanes<T>);
     }
   }
   for (int64_t k = 0; k < depth; ++k) {
     Vec<T> b[kVecs];
-    for (int j = 0; j < kVecs; ++j) load(b[j], B + k * ldb + j * kLanes<T>);
+    for (int j = 0; j < kVecs; ++j) load(b[j], panel + k * kWidth + j * kLanes<T>);
     for (int i = 0; i < kR; ++i) {
       const T a = A[i * a_row + k * a_col];
       for (int j = 0; j < kVecs; ++j) acc[i][j] += a * b[j];
     }
   }
   for (int i = 0; i < kR; ++i) {
-    for (int j = 0; j < kVecs; ++j) store(C + i * ldc + j * kLanes<T>, acc[i][j]);
-  }
-}
-
-// Columns [j0, n) of rows [0, m) left over after the register tiles: a plain loop.
-template <typename T>
-inline void gemm_rest(int64_t m, int64_t j0, int64_t n, int64_t depth, const T* A, int64_t a_row,
-                      int64_t a_col, const T* B, int64_t ldb, T* C, int64_t ldc, bool accumulate) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = j0; j < n; ++j) {
-      T sum = accumulate ? C[i * ldc + j] : T(0);
-      for (int64_t k = 0; k < depth; ++k) sum += A[i * a_row + k * a_col] * B[k * ldb + j];
-      C[i * ldc + j] = sum;
+    if (cols == kWidth) {
+      for (int j = 0; j < kVecs; ++j) store(C + i * ldc + j * kLanes<T>, acc[i][j]);
+    } else {
+      for (int j = 0; j < kVecs; ++j) store(edge + j * kLanes<T>, acc[i][j]);
+      std::copy(edge, edge + cols, C + i * ldc);
     }
   }
 }
 
-// C [m, n] (+)= A [m, depth] (strides a_row, a_col) times B [depth, n] (row-major, ldb).
+// C [m, n] (+)= A [m, depth] (strides a_row, a_col) times B [depth, n] given as
+// pack_panels(B).
 template <typename T>
-void gemm(int64_t m, int64_t n, int64_t depth, const T* A, int64_t a_row, int64_t a_col, const T* B,
-          int64_t ldb, T* C, int64_t ldc, bool accumulate) {
+void gemm(int64_t m, int64_t n, int64_t depth, const T* A, int64_t a_row, int64_t a_col,
+          const T* packed, T* C, int64_t ldc, bool accumulate) {
   constexpr int64_t kWidth = kVecs * kLanes<T>;
+  const int64_t panels = (n + kWidth - 1) / kWidth;
   if (depth == 0 && !accumulate) {
     for (int64_t i = 0; i < m; ++i) std::fill(C + i * ldc, C + i * ldc + n, T(0));
   }
@@ -78,23 +100,22 @@ void gemm(int64_t m, int64_t n, int64_t depth, const T* A, int64_t a_row, int64_
     const int64_t d = std::min(kGemmDepth, depth - k0);
     const bool acc = accumulate || k0 > 0;
     const T* Ak = A + k0 * a_col;
-    const T* Bk = B + k0 * ldb;
     int64_t i = 0;
     for (; i + kGemmRows <= m; i += kGemmRows) {
-      const T* Ai = Ak + i * a_row;
-      T* Ci = C + i * ldc;
-      int64_t j = 0;
-      for (; j + kWidth <= n; j += kWidth)
-        gemm_tile<T, kGemmRows>(d, Ai, a_row, a_col, Bk + j, ldb, Ci + j, ldc, acc);
-      gemm_rest(kGemmRows, j, n, d, Ai, a_row, a_col, Bk, ldb, Ci, ldc, acc);
+      for (int64_t j = 0; j < panels; ++j) {
+        const T* panel = packed + (j * depth + k0) * kWidth;
+        const int64_t cols = std::min(kWidth, n - j * kWidth);
+        gemm_tile<T, kGemmRows>(d, Ak + i * a_row, a_row, a_col, panel, C + i * ldc + j * kWidth,
+                                ldc, cols, acc);
+      }
     }
     for (; i < m; ++i) {
-      const T* Ai = Ak + i * a_row;
-      T* Ci = C + i * ldc;
-      int64_t j = 0;
-      for (; j + kWidth <= n; j += kWidth)
-        gemm_tile<T, 1>(d, Ai, a_row, a_col, Bk + j, ldb, Ci + j, ldc, acc);
-      gemm_rest(1, j, n, d, Ai, a_row, a_col, Bk, ldb, Ci, ldc, acc);
+      for (int64_t j = 0; j < panels; ++j) {
+        const T* panel = packed + (j * depth + k0) * kWidth;
+        const int64_t cols = std::min(kWidth, n - j * kWidth);
+        gemm_tile<T, 1>(d, Ak + i * a_row, a_row, a_col, panel, C + i * ldc + j * kWidth, ldc, cols,
+                        acc);
+      }
     }
   }
 }
@@ -172,7 +193,7 @@ template <typename T>
 void fused_forward(const NnconvFusedParams& p) {
   const NnconvParams q = row_params(p);
   const int64_t F = p.features, O = p.out_features, KF = p.hidden * F;
-  const T* w3 = static_cast<const T*>(p.w3);
+  const std::vector<T> w3 = pack_panels(static_cast<const T*>(p.w3), KF, O, O);
   T* out = static_cast<T*>(p.out);
   T* a = static_cast<T*>(p.a);
   const auto check = [&](int64_t first, int64_t last) {
@@ -182,7 +203,7 @@ void fused_forward(const NnconvFusedParams& p) {
                    [&](int64_t r0, int64_t r1, T* s) {
                      for (int64_t r = r0; r < r1; ++r)
                        forward_row<T>(q, r, s + (r - r0) * KF, a + r * F);
-                     gemm<T>(r1 - r0, O, KF, s, KF, 1, w3, O, out + r0 * O, O, false);
+                     gemm<T>(r1 - r0, O, KF, s, KF, 1, w3.data(), out + r0 * O, O, false);
                    });
 }
 
@@ -191,14 +212,14 @@ template <typename T>
 void fused_edge_grads(const NnconvFusedParams& p) {
   const NnconvEdgeGradParams q = edge_grad_params(p);
   const int64_t O = p.out_features, KF = p.hidden * p.features;
-  const T* w3t = static_cast<const T*>(p.w3t);
+  const std::vector<T> w3t = pack_panels(static_cast<const T*>(p.w3t), O, KF, KF);
   const T* grad_out = static_cast<const T*>(p.grad_out);
   const auto check = [&](int64_t first, int64_t last) {
     check_rows("nnconv_aggregate backward", q, first, last);
   };
   for_each_tile<T>(p.rowptr, p.num_rows, tile_rows<T>(KF), KF, check,
                    [&](int64_t r0, int64_t r1, T* gs) {
-                     gemm<T>(r1 - r0, KF, O, grad_out + r0 * O, O, 1, w3t, KF, gs, KF, false);
+                     gemm<T>(r1 - r0, KF, O, grad_out + r0 * O, O, 1, w3t.data(), gs, KF, false);
                      for (int64_t r = r0; r < r1; ++r) edge_grad_row<T>(q, r, gs + (r - r0) * KF);
                    });
 }
@@ -231,7 +252,8 @@ void fused_weight_grad(const NnconvFusedParams& p) {
             s_units<T>(q, v, w, k0, k1, buffer.data() + (v - v0) * width);
           }
           // C [width, O] += S_slice^T [width, v1 - v0] times grad_out [v1 - v0, O].
-          gemm<T>(width, O, v1 - v0, buffer.data(), 1, width, grad_out + v0 * O, O, c, O, v0 > 0);
+          const std::vector<T> g = pack_panels(grad_out + v0 * O, v1 - v0, O, O);
+          gemm<T>(width, O, v1 - v0, buffer.data(), 1, width, g.data(), c, O, v0 > 0);
         }
       } catch (...) {
         errors.capture();
