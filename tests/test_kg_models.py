@@ -60,6 +60,29 @@ def test_one_layer_is_the_conv_on_the_learned_embeddings_with_tanh():
     assert float(z.detach().abs().max()) <= 1.0  # tanh
 
 
+def test_encoder_builds_its_graphs_once_and_again_after_an_edit(monkeypatch):
+    """The graphs are built on the first embed and reused (compgcn_graphs compares a copy of
+    every edge per call); an in-place edit of the triples or a new buffer rebuilds them."""
+    import galfast.models.compgcn_encoder as module
+
+    calls = []
+
+    def counting(*args):
+        calls.append(args)
+        return compgcn_graphs(*args)
+
+    monkeypatch.setattr(module, "compgcn_graphs", counting)
+    encoder = _encoder().eval()
+    first = encoder.embed()[0]
+    assert torch.equal(encoder.embed()[0], first) and len(calls) == 1
+    encoder.edge_index[1, 0] = 5  # head 0 of relation 0 now points at entity 5
+    edited = encoder.embed()[0]
+    assert len(calls) == 2 and not torch.equal(edited, first)
+    encoder.edge_type = encoder.edge_type.clone()
+    torch.testing.assert_close(encoder.embed()[0], edited)
+    assert len(calls) == 3
+
+
 def test_hidden_dropout_applies_in_training_only():
     encoder = _encoder(hidden_dropout=0.5)
     torch.manual_seed(0)

@@ -62,11 +62,14 @@ def test_float32_matches_float64_reference(reduce):
 
 
 def test_small_blocks_give_the_same_result(monkeypatch):
-    """Rows are processed in blocks bounded by _BLOCK_BYTES; any block size gives the same
-    values and gradients (blocks of one row down to all rows at once)."""
+    """The GPU's path (rows in blocks bounded by _BLOCK_BYTES, run here on the CPU) gives the
+    values and gradients of the CPU's one-region kernels for any block size (blocks of one row
+    up to all rows at once)."""
     edge_index, n, _, _ = molecule_batch(8, seed=5)
     graph, order, x, h, w, b = _case(edge_index, n, 4, 5, 3, seed=6)
-    results = []
+    out = nnconv_aggregate(graph, x, h[order], w, b, reduce="mean")
+    results = [(out, *torch.autograd.grad(out.square().sum(), [x, h, w, b]))]
+    monkeypatch.setattr(nnconv_module, "_use_fused", lambda x: False)
     for block in (1, 4 * 5 * 8 * 3, 2**30):
         monkeypatch.setattr(nnconv_module, "_BLOCK_BYTES", block)
         out = nnconv_aggregate(graph, x, h[order], w, b, reduce="mean")
@@ -97,12 +100,51 @@ def test_deterministic_across_thread_counts():
         for t in (1, 2, 3):
             torch.set_num_threads(t)
             out = nnconv_aggregate(graph, x, h[order], w, b)
-            runs.append((out, *torch.autograd.grad(out.sum(), [x, h])))
+            runs.append((out, *torch.autograd.grad(out.sum(), [x, h, w, b])))
     finally:
         torch.set_num_threads(threads)
     for other in runs[1:]:
         for a, c in zip(runs[0], other):
             assert torch.equal(a, c)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+def test_many_tiles_and_odd_sizes_match_reference(reduce):
+    """Sizes that leave remainders everywhere in the CPU kernels: hidden units not a multiple
+    of the register tile, features and outputs not a multiple of the vector width, rows spread
+    over several tiles per chunk and several weight-pass tiles, S rows wider than one GEMM depth
+    block."""
+    edge_index, n = random_edges(1200, 4800, seed=12), 1200
+    graph, order, x, h, w, b = _case(edge_index, n, 33, 66, 19, seed=13)
+    out = nnconv_aggregate(graph, x, h[order], w, b, reduce=reduce)
+    expected = nnconv_aggregate_ref(n, edge_index[0], edge_index[1], x, h, w, b, reduce)
+    torch.testing.assert_close(out, expected)
+    grad = torch.randn(out.shape, dtype=out.dtype, generator=torch.Generator().manual_seed(2))
+    got = torch.autograd.grad(out, [x, h, w, b], grad)
+    want = torch.autograd.grad(expected, [x, h, w, b], grad)
+    for g_got, g_want in zip(got, want):
+        torch.testing.assert_close(g_got, g_want)
+
+
+def test_cpu_pass_is_one_native_call(monkeypatch):
+    """On the CPU the forward is one kernel call (one parallel region) and the backward two
+    (the fused backward, then grad_x over the CSC), however many rows: a call per block of rows
+    meant a barrier each, which made two threads slower than one on a loaded machine."""
+    edge_index, n, _, _ = molecule_batch(40, seed=14, complete=True)
+    graph, order, x, h, w, b = _case(edge_index, n, 8, 16, 8, seed=15, dtype=torch.float32)
+    monkeypatch.setattr(nnconv_module, "_BLOCK_BYTES", 8 * 16 * 4)  # one row per block
+    calls = []
+    launch = nnconv_module.run_kernel
+
+    def counting(kernel, params, device):
+        calls.append(kernel)
+        launch(kernel, params, device)
+
+    monkeypatch.setattr(nnconv_module, "run_kernel", counting)
+    out = nnconv_aggregate(graph, x, h[order], w, b)
+    assert calls == ["nnconv_fused_forward"]
+    torch.autograd.grad(out.sum(), [x, h, w, b])
+    assert calls == ["nnconv_fused_forward", "nnconv_fused_backward", "nnconv_grad_x"]
 
 
 def test_opcheck():

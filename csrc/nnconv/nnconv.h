@@ -76,6 +76,44 @@ struct NnconvGradXParams {
   DType dtype = DType::kFloat32;
 };
 
+// The CPU's whole op in one call per pass (nnconv_cpu_fused_impl.h): each thread takes tiles of
+// rows, builds their S and contracts it with W right away, so a pass is one parallel region
+// instead of one per block of rows plus a matmul per block (each a barrier: on a loaded machine
+// with 2 threads, those barriers made the op slower than with 1).
+//   forward:  out[v] = S[v] . W3, and A[v]
+//   backward: grad_S[v] = grad_out[v] . W3^T (per tile, kept in cache) -> grad_h, edge_grad_x;
+//             grad_W3 = sum_v S[v]^T grad_out[v], each thread owning a slice of hidden units
+//             (S recomputed for its slice), summed over rows in a fixed order.
+// W3 is the last edge layer's weight arranged as [hidden * features, out_features] (row
+// k * F + f multiplies S[v, k, f]). Deterministic: every output element is summed in an order
+// that does not depend on the thread count.
+struct NnconvFusedParams {
+  const int64_t* rowptr = nullptr;  // [num_rows + 1], rowptr[0] == 0
+  const int64_t* col = nullptr;     // [num_edges]
+  const void* row_scale = nullptr;  // [num_rows] accumulation type, or null
+  const void* x = nullptr;          // [num_cols, features]
+  const void* h = nullptr;          // [num_edges, hidden]
+  const void* w3 = nullptr;         // [hidden * features, out_features]
+  const void* w3t = nullptr;        // backward: [out_features, hidden * features]
+  const void* grad_out = nullptr;   // backward: [num_rows, out_features]
+  const void* grad_a = nullptr;     // backward: [num_rows, features], or null (zero)
+  void* out = nullptr;              // forward: [num_rows, out_features]
+  void* a = nullptr;                // forward: [num_rows, features]
+  void* grad_h = nullptr;           // backward: [num_edges, hidden]
+  void* edge_grad_x = nullptr;      // backward: [num_edges, features]
+  void* grad_w3 = nullptr;          // backward: [hidden * features, out_features]
+  int64_t num_edges = 0;
+  int64_t num_rows = 0;
+  int64_t num_cols = 0;
+  int64_t hidden = 0;
+  int64_t features = 0;
+  int64_t out_features = 0;
+  DType dtype = DType::kFloat32;
+};
+
+void nnconv_fused_forward_cpu(const NnconvFusedParams& p);
+void nnconv_fused_backward_cpu(const NnconvFusedParams& p);
+
 void nnconv_forward_cpu(const NnconvParams& p);
 void nnconv_edge_grad_cpu(const NnconvEdgeGradParams& p);
 void nnconv_grad_x_cpu(const NnconvGradXParams& p);

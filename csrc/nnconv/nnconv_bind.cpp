@@ -1,5 +1,6 @@
 // Python glue of the NNConv kernels (nnconv.h): galfast._C.NnconvParams, NnconvEdgeGradParams,
-// NnconvGradXParams and nnconv_forward / nnconv_edge_grad / nnconv_grad_x (_cpu, _cuda).
+// NnconvGradXParams, NnconvFusedParams and nnconv_forward / nnconv_edge_grad / nnconv_grad_x
+// (_cpu, _cuda), nnconv_fused_forward / nnconv_fused_backward (_cpu).
 #include "bind.h"
 #include "nnconv/nnconv.h"
 
@@ -43,6 +44,33 @@ void check(const NnconvGradXParams& p) {
           "nnconv_aggregate backward: colptr/csc_edge_id not set");
   require(p.features == 0 || ((p.num_edges == 0 || p.edge_grad_x) && (p.num_cols == 0 || p.grad_x)),
           "nnconv_aggregate backward: edge_grad_x/grad_x not set");
+}
+
+void check(const NnconvFusedParams& p) {
+  check_sizes(p, "nnconv_aggregate (fused)");
+  require(p.out_features >= 0, "nnconv_aggregate (fused): negative out_features");
+  const bool rows = p.num_rows > 0;
+  require(p.num_cols * p.features == 0 || p.x, "nnconv_aggregate (fused): x not set");
+  require(p.num_edges * p.hidden == 0 || p.h, "nnconv_aggregate (fused): h not set");
+  require(p.hidden * p.features * p.out_features == 0 || p.w3,
+          "nnconv_aggregate (fused): w3 not set");
+  require(!rows || p.out_features == 0 || p.out, "nnconv_aggregate (fused): out not set");
+  require(!rows || p.features == 0 || p.a, "nnconv_aggregate (fused): a not set");
+}
+
+void check_backward(const NnconvFusedParams& p) {
+  check_sizes(p, "nnconv_aggregate backward (fused)");
+  require(p.out_features >= 0, "nnconv_aggregate backward (fused): negative out_features");
+  const bool rows = p.num_rows > 0, edges = p.num_edges > 0;
+  const int64_t weights = p.hidden * p.features * p.out_features;
+  require(weights == 0 || (p.w3t && p.grad_w3),
+          "nnconv_aggregate backward (fused): w3t/grad_w3 not set");
+  require(!rows || p.out_features == 0 || p.grad_out,
+          "nnconv_aggregate backward (fused): grad_out not set");
+  require(!edges || p.hidden == 0 || (p.h && p.grad_h),
+          "nnconv_aggregate backward (fused): h/grad_h not set");
+  require(!edges || p.features == 0 || (p.x && p.edge_grad_x),
+          "nnconv_aggregate backward (fused): x/edge_grad_x not set");
 }
 
 template <typename Params>
@@ -92,6 +120,29 @@ void bind_nnconv(py::module_& m) {
   pointer_field(gx, "edge_grad_x", &NnconvGradXParams::edge_grad_x);
   pointer_field(gx, "grad_x", &NnconvGradXParams::grad_x);
 
+  py::class_<NnconvFusedParams> fused(m, "NnconvFusedParams");
+  bind_sizes(fused);
+  fused.def_readwrite("out_features", &NnconvFusedParams::out_features);
+  pointer_field(fused, "rowptr", &NnconvFusedParams::rowptr);
+  pointer_field(fused, "col", &NnconvFusedParams::col);
+  pointer_field(fused, "row_scale", &NnconvFusedParams::row_scale);
+  pointer_field(fused, "x", &NnconvFusedParams::x);
+  pointer_field(fused, "h", &NnconvFusedParams::h);
+  pointer_field(fused, "w3", &NnconvFusedParams::w3);
+  pointer_field(fused, "w3t", &NnconvFusedParams::w3t);
+  pointer_field(fused, "grad_out", &NnconvFusedParams::grad_out);
+  pointer_field(fused, "grad_a", &NnconvFusedParams::grad_a);
+  pointer_field(fused, "out", &NnconvFusedParams::out);
+  pointer_field(fused, "a", &NnconvFusedParams::a);
+  pointer_field(fused, "grad_h", &NnconvFusedParams::grad_h);
+  pointer_field(fused, "edge_grad_x", &NnconvFusedParams::edge_grad_x);
+  pointer_field(fused, "grad_w3", &NnconvFusedParams::grad_w3);
+
+  // CPU only: on a GPU the blocks of rows run as separate kernels on one stream (no barriers).
+  def_kernel<NnconvFusedParams>(m, "nnconv_fused_forward", check, nnconv_fused_forward_cpu,
+                                nullptr);
+  def_kernel<NnconvFusedParams>(m, "nnconv_fused_backward", check_backward,
+                                nnconv_fused_backward_cpu, nullptr);
   def_kernel<NnconvParams>(m, "nnconv_forward", check, nnconv_forward_cpu,
                            GALFAST_CUDA_KERNEL(nnconv_forward_cuda));
   def_kernel<NnconvEdgeGradParams>(m, "nnconv_edge_grad", check, nnconv_edge_grad_cpu,

@@ -60,11 +60,11 @@ constexpr int kLanes = static_cast<int>(sizeof(Vec<T>) / sizeof(T));
 constexpr int kRows = 4;
 constexpr int kVecs = 2;
 
-// S[r, k : k + kRowsT, f0 : f0 + kVecs * lanes] = w * sum over the row's edges of
-// h[e, k + i] x[u, f0 + t], accumulated in registers and stored once.
+// sk[i * F + f0 : ... + kVecs * lanes] = w * sum over the row's edges of h[e, k + i] x[u, f0 + t]
+// for i < kRowsT (sk points at S[r, k]), accumulated in registers and stored once.
 template <typename T, int kRowsT>
 [[gnu::always_inline]] inline void s_tile(const NnconvParams& p, int64_t r, T w, int64_t k,
-                                          int64_t f0, T* __restrict s) {
+                                          int64_t f0, T* __restrict sk) {
   const int64_t K = p.hidden, F = p.features;
   const T* __restrict x = static_cast<const T*>(p.x);
   const T* __restrict h = static_cast<const T*>(p.h);
@@ -80,17 +80,17 @@ template <typename T, int kRowsT>
   }
   // w is the row's: applied once here rather than per edge.
   for (int i = 0; i < kRowsT; ++i) {
-    for (int j = 0; j < kVecs; ++j) store(s + (k + i) * F + f0 + j * kLanes<T>, w * acc[i][j]);
+    for (int j = 0; j < kVecs; ++j) store(sk + i * F + f0 + j * kLanes<T>, w * acc[i][j]);
   }
 }
 
-// Features [f0, F) of S[r, k], left over after the register tiles: a plain loop.
+// Features [f0, F) of S[r, k] (sk points at it), left over after the register tiles: a plain
+// loop.
 template <typename T>
-inline void s_rest(const NnconvParams& p, int64_t r, T w, int64_t k, int64_t f0, T* __restrict s) {
+inline void s_rest(const NnconvParams& p, int64_t r, T w, int64_t k, int64_t f0, T* __restrict sk) {
   const int64_t K = p.hidden, F = p.features;
   const T* __restrict x = static_cast<const T*>(p.x);
   const T* __restrict h = static_cast<const T*>(p.h);
-  T* __restrict sk = s + k * F;
   std::fill(sk + f0, sk + F, T(0));
   for (int64_t e = p.rowptr[r]; e < p.rowptr[r + 1]; ++e) {
     const T wh = w * h[e * K + k];
@@ -99,30 +99,36 @@ inline void s_rest(const NnconvParams& p, int64_t r, T w, int64_t k, int64_t f0,
   }
 }
 
-// S[r] and A[r]: register tiles over the hidden units kRows at a time (then one at a time) and
-// the features kVecs vectors at a time; the features left over in a plain loop.
+// Hidden units [k0, k1) of S[r] into s ([k1 - k0, F], row-major): register tiles over the
+// hidden units kRows at a time (then one at a time) and the features kVecs vectors at a time;
+// the features left over in a plain loop.
 template <typename T>
-void forward_row(const NnconvParams& p, int64_t r) {
+void s_units(const NnconvParams& p, int64_t r, T w, int64_t k0, int64_t k1, T* __restrict s) {
   constexpr int64_t kWidth = kVecs * kLanes<T>;
-  const int64_t K = p.hidden, F = p.features;
+  const int64_t F = p.features;
+  int64_t f0 = 0;
+  for (; f0 + kWidth <= F; f0 += kWidth) {
+    int64_t k = k0;
+    for (; k + kRows <= k1; k += kRows) s_tile<T, kRows>(p, r, w, k, f0, s + (k - k0) * F);
+    for (; k < k1; ++k) s_tile<T, 1>(p, r, w, k, f0, s + (k - k0) * F);
+  }
+  if (f0 < F) {
+    for (int64_t k = k0; k < k1; ++k) s_rest<T>(p, r, w, k, f0, s + (k - k0) * F);
+  }
+}
+
+// S[r] into s ([K, F]) and A[r] into a ([F]).
+template <typename T>
+void forward_row(const NnconvParams& p, int64_t r, T* __restrict s, T* __restrict a) {
+  const int64_t F = p.features;
   const T* __restrict x = static_cast<const T*>(p.x);
-  T* __restrict s = static_cast<T*>(p.s) + r * K * F;
-  T* __restrict a = static_cast<T*>(p.a) + r * F;
   const T w = nnconv_row_factor<T>(p.row_scale, r);
   std::fill(a, a + F, T(0));
   for (int64_t e = p.rowptr[r]; e < p.rowptr[r + 1]; ++e) {
     const T* __restrict xu = x + p.col[e] * F;
     for (int64_t f = 0; f < F; ++f) a[f] += w * xu[f];
   }
-  int64_t f0 = 0;
-  for (; f0 + kWidth <= F; f0 += kWidth) {
-    int64_t k = 0;
-    for (; k + kRows <= K; k += kRows) s_tile<T, kRows>(p, r, w, k, f0, s);
-    for (; k < K; ++k) s_tile<T, 1>(p, r, w, k, f0, s);
-  }
-  if (f0 < F) {
-    for (int64_t k = 0; k < K; ++k) s_rest<T>(p, r, w, k, f0, s);
-  }
+  s_units(p, r, w, 0, p.hidden, s);
 }
 
 // sum_f a[f] * b[f] as kVecs vectors of partial sums whose lanes are added in a fixed order:
@@ -169,13 +175,12 @@ template <typename T>
   for (int j = 0; j < kVecs; ++j) store(gx + f0 + j * kLanes<T>, w * acc[j]);
 }
 
-// grad_h and edge_grad_x of every edge of row r.
+// grad_h and edge_grad_x of every edge of row r, from the row's grad_S block gs ([K, F]).
 template <typename T>
-void edge_grad_row(const NnconvEdgeGradParams& p, int64_t r) {
+void edge_grad_row(const NnconvEdgeGradParams& p, int64_t r, const T* __restrict gs) {
   const int64_t K = p.hidden, F = p.features;
   const T* __restrict x = static_cast<const T*>(p.x);
   const T* __restrict h = static_cast<const T*>(p.h);
-  const T* __restrict gs = static_cast<const T*>(p.grad_s) + r * K * F;
   const T* __restrict ga = p.grad_a ? static_cast<const T*>(p.grad_a) + r * F : nullptr;
   const T w = nnconv_row_factor<T>(p.row_scale, r);
   for (int64_t e = p.rowptr[r]; e < p.rowptr[r + 1]; ++e) {
@@ -227,7 +232,11 @@ void forward_rows(const NnconvParams& p) {
   const auto check = [&](int64_t first, int64_t last) {
     check_rows("nnconv_aggregate", p, first, last);
   };
-  for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { forward_row<T>(p, r); });
+  const int64_t KF = p.hidden * p.features;
+  T* s = static_cast<T*>(p.s);
+  T* a = static_cast<T*>(p.a);
+  for_each_row(p.rowptr, p.num_rows, check,
+               [&](int64_t r) { forward_row<T>(p, r, s + r * KF, a + r * p.features); });
 }
 
 template <typename T>
@@ -235,7 +244,10 @@ void edge_grad_rows(const NnconvEdgeGradParams& p) {
   const auto check = [&](int64_t first, int64_t last) {
     check_rows("nnconv_aggregate backward", p, first, last);
   };
-  for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { edge_grad_row<T>(p, r); });
+  const T* gs = static_cast<const T*>(p.grad_s);
+  const int64_t KF = p.hidden * p.features;
+  for_each_row(p.rowptr, p.num_rows, check,
+               [&](int64_t r) { edge_grad_row<T>(p, r, gs + r * KF); });
 }
 
 template <typename T>

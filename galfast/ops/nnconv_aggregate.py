@@ -2,10 +2,12 @@
 differentiable op and its public wrapper.
 
 The kernels (csrc/nnconv/nnconv.h) build, per destination node, ``S_v = sum_e w_e h_e (x) x_u``
-([K, F_in]) and the plain aggregate ``A_v``; the contraction of S with the edge network's last
-weight is a dense matmul here. Rows are processed in blocks whose S takes at most
-``_BLOCK_BYTES``, so memory stays bounded whatever the graph; the backward recomputes each
-block's S instead of keeping it."""
+([K, F_in]) and the plain aggregate ``A_v``, and contract S with the edge network's last weight.
+On the CPU each pass is one native call with one parallel region (threads build S for tiles of
+their rows in cache and multiply at once; a barrier per block of rows made two threads slower
+than one on a loaded machine). On a GPU, rows are processed in blocks whose S takes at most
+``_BLOCK_BYTES`` with a matmul per block. Either way memory stays bounded whatever the graph,
+and the backward recomputes S instead of keeping it."""
 
 from __future__ import annotations
 
@@ -84,6 +86,35 @@ def launch_nnconv_grad_x(colptr: Tensor, csc_edge_id: Tensor, edge_grad_x: Tenso
     return grad_x
 
 
+def _fused_params(rowptr, col, x, h, row_scale, w3, out_features: int):
+    p = _C.NnconvFusedParams()
+    p.rowptr, p.col, p.row_scale = ptr(rowptr), ptr(col), ptr(row_scale)
+    p.x, p.h, p.w3 = ptr(x), ptr(h), ptr(w3)
+    p.num_edges, p.num_rows, p.num_cols = col.numel(), rowptr.numel() - 1, x.size(0)
+    p.hidden, p.features, p.out_features = h.size(1), x.size(1), out_features
+    p.dtype = kernel_dtype(x.dtype)
+    return p
+
+
+def launch_nnconv_fused_forward(rowptr, col, x, h, row_scale, w3, out: Tensor, a: Tensor) -> None:
+    """CPU: fills out [rows, F_out] = S contracted with w3 ([K * F_in, F_out]) and A [rows, F_in]
+    in one parallel region (NnconvFusedParams in csrc/nnconv/nnconv.h)."""
+    p = _fused_params(rowptr, col, x, h, row_scale, w3, out.size(1))
+    p.out, p.a = ptr(out), ptr(a)
+    run_kernel("nnconv_fused_forward", p, x.device)
+
+
+def launch_nnconv_fused_backward(
+    rowptr, col, x, h, row_scale, w3, w3t, grad_out, grad_a, grad_h, edge_grad_x, grad_w3
+) -> None:
+    """CPU: fills grad_h [E, K], edge_grad_x [E, F_in] and grad_w3 [K * F_in, F_out] from
+    grad_out and grad_a (None: zero) in two parallel regions."""
+    p = _fused_params(rowptr, col, x, h, row_scale, w3, grad_out.size(1))
+    p.w3t, p.grad_out, p.grad_a = ptr(w3t), ptr(grad_out), ptr(grad_a)
+    p.grad_h, p.edge_grad_x, p.grad_w3 = ptr(grad_h), ptr(edge_grad_x), ptr(grad_w3)
+    run_kernel("nnconv_fused_backward", p, x.device)
+
+
 # ---------------------------------------------------------------- blocks of rows
 def _row_blocks(rowptr: Tensor, hidden: int, features: int, itemsize: int) -> list[tuple]:
     """[(r0, r1, e0, e1)]: consecutive row ranges whose S fits _BLOCK_BYTES, with their edge
@@ -116,6 +147,12 @@ def _weight_by_s(weight: Tensor, in_features: int, hidden: int) -> Tensor:
     return weight.view(in_features, out_features, hidden).permute(2, 0, 1).reshape(-1, out_features)
 
 
+def _use_fused(x: Tensor) -> bool:
+    """The one-region CPU kernels; elsewhere (a GPU) the blocked path, which the tests also
+    run on the CPU by replacing this."""
+    return x.device.type == "cpu"
+
+
 # ---------------------------------------------------------------- the differentiable op
 def _nnconv_outputs(rowptr: Tensor, x: Tensor, weight: Tensor) -> tuple[Tensor, Tensor]:
     """(out [rows, F_out], A [rows, F_in])."""
@@ -135,20 +172,29 @@ def _nnconv_forward(
     bias: Optional[Tensor],
     row_scale: Optional[Tensor],
 ) -> tuple[Tensor, Tensor]:
-    """out = S contracted with weight + A @ bias, block by block; returns (out, A). The CSC
-    arguments are for the backward."""
+    """out = S contracted with weight + A @ bias; returns (out, A). The CSC arguments are for
+    the backward."""
     out, a = _nnconv_outputs(rowptr, x, weight)
     hidden, in_features = h.size(1), x.size(1)
     w3 = _weight_by_s(weight, in_features, hidden)
+    if _use_fused(x):
+        launch_nnconv_fused_forward(rowptr, col, x, h, row_scale, w3, out, a)
+    else:
+        _blocked_forward(rowptr, col, x, h, row_scale, w3, out, a)
+    if bias is not None:
+        out.addmm_(a, bias.view(in_features, -1))
+    return out, a
+
+
+def _blocked_forward(rowptr, col, x, h, row_scale, w3, out: Tensor, a: Tensor) -> None:
+    """GPU: S block by block (one kernel each) and a matmul with w3 per block."""
+    hidden, in_features = h.size(1), x.size(1)
     blocks = _row_blocks(rowptr, hidden, in_features, x.element_size())
     s = _block_buffer(blocks, x, hidden * in_features)  # one buffer for every block
     for r0, r1, e0, e1 in blocks:
         b_rowptr, b_col, b_h, b_scale = _block(rowptr, col, h, row_scale, r0, r1, e0, e1)
         launch_nnconv_forward(b_rowptr, b_col, x, b_h, b_scale, s[: r1 - r0], a[r0:r1])
         torch.matmul(s[: r1 - r0], w3, out=out[r0:r1])
-    if bias is not None:
-        out.addmm_(a, bias.view(in_features, -1))
-    return out, a
 
 
 def _nnconv_backward_outputs(
@@ -172,20 +218,56 @@ def _nnconv_backward(
     a: Tensor,
     grad_out: Tensor,
 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
-    """Gradients to x, h, weight and bias. Per block: S again, grad_W3 += S^T grad_out,
-    grad_S = grad_out W3^T, then the edge kernel; grad_x at the end over the CSC. Buffers are
-    allocated when first needed and dropped when done, which keeps the peak low."""
+    """Gradients to x, h, weight and bias: grad_S = grad_out W3^T and the edge kernel, grad_W3
+    = S^T grad_out with S recomputed, grad_x at the end over the CSC. Buffers are allocated
+    when first needed and dropped when done, which keeps the peak low."""
     grad_h = torch.empty_like(h)
     grad_bias = torch.empty_like(bias) if bias is not None else weight.new_empty(0)
     hidden, in_features = h.size(1), x.size(1)
     out_features = weight.size(0) // in_features
     w3 = _weight_by_s(weight, in_features, hidden)
-    grad_w3 = torch.zeros_like(w3)
     grad_a = None
     if bias is not None:
         grad_a = grad_out @ bias.view(in_features, out_features).t()
         torch.matmul(a.t(), grad_out, out=grad_bias.view(in_features, out_features))
     edge_grad_x = x.new_empty(col.numel(), in_features)
+    if _use_fused(x):
+        grad_w3 = torch.empty_like(w3)
+        launch_nnconv_fused_backward(
+            rowptr,
+            col,
+            x,
+            h,
+            row_scale,
+            w3,
+            w3.t().contiguous(),
+            grad_out,
+            grad_a,
+            grad_h,
+            edge_grad_x,
+            grad_w3,
+        )
+    else:
+        grad_w3 = _blocked_backward(
+            rowptr, col, x, h, row_scale, w3, grad_out, grad_a, grad_h, edge_grad_x
+        )
+    del w3
+    grad_x = launch_nnconv_grad_x(colptr, csc_edge_id, edge_grad_x)
+    del edge_grad_x
+    grad_weight = torch.empty_like(weight)
+    grad_weight.view(in_features, out_features, hidden).copy_(
+        grad_w3.view(hidden, in_features, out_features).permute(1, 2, 0)
+    )
+    return grad_x, grad_h, grad_weight, grad_bias
+
+
+def _blocked_backward(
+    rowptr, col, x, h, row_scale, w3, grad_out, grad_a, grad_h, edge_grad_x
+) -> Tensor:
+    """GPU: per block of rows, S again, grad_W3 += S^T grad_out, grad_S = grad_out W3^T, then
+    the edge kernel. Returns grad_W3."""
+    hidden, in_features = h.size(1), x.size(1)
+    grad_w3 = torch.zeros_like(w3)
     blocks = _row_blocks(rowptr, hidden, in_features, x.element_size())
     s = _block_buffer(blocks, x, hidden * in_features)  # S, then grad_S, of each block
     a_block = x.new_empty(s.size(0), in_features)  # A again, unused
@@ -207,14 +289,7 @@ def _nnconv_backward(
             grad_h[e0:e1],
             edge_grad_x[e0:e1],
         )
-    del s, a_block, w3
-    grad_x = launch_nnconv_grad_x(colptr, csc_edge_id, edge_grad_x)
-    del edge_grad_x
-    grad_weight = torch.empty_like(weight)
-    grad_weight.view(in_features, out_features, hidden).copy_(
-        grad_w3.view(hidden, in_features, out_features).permute(1, 2, 0)
-    )
-    return grad_x, grad_h, grad_weight, grad_bias
+    return grad_w3
 
 
 _nnconv_op = kernel_op("nnconv_aggregate", _nnconv_forward, _nnconv_outputs)

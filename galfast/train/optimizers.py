@@ -19,6 +19,11 @@ OPTIMIZERS = {
 
 OptimizerSpec = Union[str, Callable[..., torch.optim.Optimizer]]
 
+# Named optimizers that take torch's fused CPU kernel: one pass over each parameter per step
+# instead of about ten elementwise ops (Adam's step was ~17% of a knowledge-graph GAL batch,
+# whose ConvE decoder has 7.8M weights; fused: 4.5x faster, equal to float rounding).
+_FUSED_ON_CPU = ("adam", "adamw")
+
 
 def check_optimizer(spec: OptimizerSpec) -> None:
     if isinstance(spec, str) and spec not in OPTIMIZERS:
@@ -47,9 +52,19 @@ def unique_parameters(*modules: object) -> list[nn.Parameter]:
 def make_optimizer(
     spec: OptimizerSpec, params: Iterable[nn.Parameter], lr: float
 ) -> torch.optim.Optimizer:
-    """``OPTIMIZERS[spec](params, lr=lr)`` for a name, else ``spec(params, lr=lr)``."""
-    factory = OPTIMIZERS[spec] if isinstance(spec, str) else spec
-    return factory(list(params), lr=lr)
+    """``OPTIMIZERS[spec](params, lr=lr)`` for a name, else ``spec(params, lr=lr)``. Adam and
+    AdamW over CPU parameters use torch's fused CPU step (``fused=True``)."""
+    params = list(params)
+    if not isinstance(spec, str):
+        return spec(params, lr=lr)
+    fused = (
+        spec in _FUSED_ON_CPU
+        and bool(params)
+        and all(p.device.type == "cpu" and p.is_floating_point() for p in params)
+    )
+    if fused:
+        return OPTIMIZERS[spec](params, lr=lr, fused=True)
+    return OPTIMIZERS[spec](params, lr=lr)
 
 
 def make_capturable(optimizer: torch.optim.Optimizer) -> None:
