@@ -474,6 +474,19 @@ class Graph:
 
         return self.cached("csc", build)
 
+    @property
+    def csc_slot(self) -> Tensor:
+        """``[num_edges]`` int64 slot in :attr:`csc` of each CSR edge (the inverse of
+        ``csc.edge_id``), cached: a kernel that writes per-edge results in CSC order reads them
+        back by CSR edge through it."""
+
+        def build():
+            edge_id = self.csc.edge_id
+            slots = torch.arange(edge_id.numel(), device=self.device)
+            return torch.empty_like(edge_id).scatter_(0, edge_id, slots)
+
+        return self.cached("csc_slot", build)
+
     def edge_index(self) -> Tensor:
         """``[2, num_edges]`` (source, target) in CSR order."""
         return torch.stack([self.col, self.row])

@@ -185,10 +185,10 @@ def test_kernel_edge_term_gradcheck_and_opcheck():
     torch.autograd.gradcheck(lambda *t: gat_aggregate(graph, *t, dropout=0.3, seed=4), inputs)
     h, a_src, a_dst, a_edge = (t.detach().float() for t in inputs)
     csc = graph.csc
-    args = (graph.rowptr, graph.col, *csc, h, a_src, a_dst, a_edge, 0.2, 0.3, 7)
+    args = (graph.rowptr, graph.col, *csc, graph.csc_slot, h, a_src, a_dst, a_edge, 0.2, 0.3, 7)
     torch.library.opcheck(_gat_forward_op, args)
     out, lse = _gat_forward_op(*args)
-    backward_args = (*args[:9], out, lse, torch.randn_like(out), 0.2, 0.3, 7)
+    backward_args = (*args[:10], out, lse, torch.randn_like(out), 0.2, 0.3, 7)
     torch.library.opcheck(_gat_backward_op, backward_args)
 
 
