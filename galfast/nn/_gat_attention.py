@@ -11,7 +11,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from galfast.graph import Graph
-from galfast.nn._graph_input import LayerGraph
+from galfast.nn._graph_input import LayerGraph, csr_from_coo
+from galfast.ops import aggregate
 
 __all__ = ["attention_weights", "edge_logits", "reported_edges"]
 
@@ -98,8 +99,39 @@ def edge_logits(
         ("nn", "gat_edge_term", conv.flow),
         lambda: _edge_term_layout(layer.graph, layer.order, graph, source, conv.flow),
     )
+    if isinstance(fill_value, str) and fill_value in _SUMMED:
+        # Each edge term of the looped graph is a fixed weighted sum of input terms (its own
+        # edge's, or the mean / sum of a node's in-edges' for its loop): one fused aggregation
+        # over a cached [E', E] mixing graph, forward and backward.
+        mixer = graph.cached(
+            ("nn", "gat_edge_mixer", conv.flow, _SUMMED[fill_value]),
+            lambda: _mixing_graph(layout, per_edge.size(0), _SUMMED[fill_value] == "mean"),
+        )
+        return aggregate(mixer, per_edge)
     loop_terms = _loop_terms(edge_feats, project, per_edge, layout, fill_value)
     return torch.cat([per_edge, loop_terms]).index_select(0, layout.gather)
+
+
+_SUMMED = {"add": "sum", "sum": "sum", "mean": "mean"}
+
+
+def _mixing_graph(layout: _EdgeTermLayout, num_inputs: int, mean: bool) -> Graph:
+    """The bipartite Graph (rows: the looped graph's edges in CSR order; sources: the input
+    edges) whose weighted sum gives each edge term: weight 1 from its own input edge for an
+    ordinary edge, 1 (``"add"``) or 1 / count (``"mean"``) from each of node i's non-loop
+    in-edges for node i's loop."""
+    gather = layout.gather
+    plain = (gather < num_inputs).nonzero().view(-1)
+    loop_rows = (gather >= num_inputs).nonzero().view(-1)
+    loop_of_node = torch.full_like(layout.inverse_count.view(-1), -1, dtype=torch.long)
+    loop_of_node[gather[loop_rows] - num_inputs] = loop_rows
+    rows = torch.cat([plain, loop_of_node[layout.target]])
+    cols = torch.cat([gather[plain], layout.non_loop])
+    weight = torch.ones(rows.numel(), device=rows.device)
+    if mean:
+        weight[plain.numel() :] = layout.inverse_count.view(-1)[layout.target]
+    mixer, order = csr_from_coo(rows, cols, gather.numel(), num_inputs)
+    return Graph(mixer.rowptr, mixer.col, mixer.num_nodes, weight[order], num_src_nodes=num_inputs)
 
 
 def _positions(graph: Graph, source: Tensor, input_pos: Tensor, loops_at: int) -> Tensor:
