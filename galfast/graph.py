@@ -182,7 +182,7 @@ def lexsort(keys: Sequence[Tensor], sizes: Sequence[int]) -> Tensor:
     """The stable order that sorts edges by ``keys[0]``, then ``keys[1]``, ... (key ``i`` in
     ``[0, sizes[i])``). One argsort of a packed int64 key where the product of the sizes fits,
     else one stable argsort per key, least significant first (the packed key would overflow)."""
-    if math.prod(max(size, 1) for size in sizes) < 2**63:
+    if math.prod([max(size, 1) for size in sizes]) < 2**63:  # a list traces, a generator not
         return torch.argsort(_packed(keys, sizes), stable=True)
     order = torch.arange(keys[0].numel(), device=keys[0].device)
     for key in reversed(keys):
@@ -282,7 +282,8 @@ class Graph:
     edge_type = property(lambda self: self._edge_type, doc="Optional [num_edges] relation ids.")
 
     def _tensor_versions(self) -> tuple:
-        return tuple(None if t is None else t._version for t in self._field_tensors())
+        # A list, not a generator: torch.compile traces list comprehensions.
+        return tuple([None if t is None else t._version for t in self._field_tensors()])
 
     def _field_tensors(self) -> tuple:
         return (self._rowptr, self._col, self._edge_weight, self._edge_type)
@@ -444,7 +445,9 @@ class Graph:
         return self.cached(
             "row",
             lambda: torch.repeat_interleave(
-                torch.arange(self.num_nodes, device=self.device), self._checked().in_degree
+                torch.arange(self.num_nodes, device=self.device),
+                self._checked().in_degree,
+                output_size=self.num_edges,  # known: no data-dependent shape under torch.compile
             ),
         )
 
@@ -464,12 +467,27 @@ class Graph:
         def build():
             self._checked()
             edge_id = torch.argsort(self.col, stable=True)
-            counts = torch.bincount(self.col, minlength=self.num_src_nodes)
+            # A fixed-size scatter rather than bincount, whose shape torch.compile cannot know.
+            counts = torch.zeros(self.num_src_nodes, dtype=torch.long, device=self.device)
+            counts.scatter_add_(0, self.col, torch.ones_like(self.col))
             colptr = torch.zeros(self.num_src_nodes + 1, dtype=torch.long, device=self.device)
             colptr[1:] = torch.cumsum(counts, 0)
             return CSC(colptr, self.row[edge_id], edge_id)
 
         return self.cached("csc", build)
+
+    @property
+    def csc_slot(self) -> Tensor:
+        """``[num_edges]`` int64 slot in :attr:`csc` of each CSR edge (the inverse of
+        ``csc.edge_id``), cached: a kernel that writes per-edge results in CSC order reads them
+        back by CSR edge through it."""
+
+        def build():
+            edge_id = self.csc.edge_id
+            slots = torch.arange(edge_id.numel(), device=self.device)
+            return torch.empty_like(edge_id).scatter_(0, edge_id, slots)
+
+        return self.cached("csc_slot", build)
 
     def edge_index(self) -> Tensor:
         """``[2, num_edges]`` (source, target) in CSR order."""

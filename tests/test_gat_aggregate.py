@@ -210,15 +210,39 @@ def test_opcheck():
     graph = _graph("loops_duplicates")
     h, a_src, a_dst = _inputs(graph, 2, 3, requires_grad=True)
     csc = graph.csc
-    args = (graph.rowptr, graph.col, *csc, h, a_src, a_dst, None, 0.2, 0.3, 7)
+    args = (graph.rowptr, graph.col, *csc, graph.csc_slot, h, a_src, a_dst, None, 0.2, 0.3, 7)
     torch.library.opcheck(_gat_forward_op, args)
     out, lse = _gat_forward_op(*args)
     grad = torch.randn_like(out)
-    backward_args = (*args[:9], out.detach(), lse, grad, 0.2, 0.3, 7)
+    backward_args = (*args[:10], out.detach(), lse, grad, 0.2, 0.3, 7)
     torch.library.opcheck(
         _gat_backward_op,
         tuple(a.detach() if isinstance(a, torch.Tensor) else a for a in backward_args),
     )
+
+
+@pytest.mark.parametrize("name", graph_ids())
+def test_csc_slot_inverts_the_transpose(name):
+    """The backward parks each edge's logit gradient at its CSC slot and reads it back by CSR
+    edge through Graph.csc_slot: it must be the inverse permutation of csc.edge_id."""
+    graph = _graph(name)
+    slot = graph.csc_slot
+    assert torch.equal(graph.csc.edge_id[slot], torch.arange(graph.num_edges))
+    assert torch.equal(slot[graph.csc.edge_id], torch.arange(graph.num_edges))
+    assert graph.csc_slot is slot  # cached with the transpose
+
+
+def test_backward_refuses_an_out_of_range_csc_slot():
+    graph = _graph("loops_duplicates")
+    h, a_src, a_dst = _inputs(graph, 2, 3)
+    csc = graph.csc
+    args = (graph.rowptr, graph.col, *csc, graph.csc_slot, h, a_src, a_dst, None, 0.2, 0.0, 7)
+    out, lse = _gat_forward_op(*args)
+    bad_slot = graph.csc_slot.clone()
+    bad_slot[3] = graph.num_edges
+    backward_args = (*args[:5], bad_slot, *args[6:10], out, lse, torch.ones_like(out), 0.2, 0.0, 7)
+    with pytest.raises((ValueError, RuntimeError, IndexError), match="csr_to_csc"):
+        _gat_backward_op(*backward_args)
 
 
 @pytest.mark.parametrize(

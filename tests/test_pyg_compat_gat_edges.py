@@ -51,6 +51,24 @@ def test_edge_features_match_pyg(name, fill_value):
     compare_layers(make(pyg_nn), make(gnn), inputs, call, atol=tol, rtol=tol * 10)
 
 
+@pytest.mark.parametrize("flow", ["source_to_target", "target_to_source"])
+def test_cached_edge_term_layout_follows_the_input(flow):
+    """The gather that puts the edge terms (loops included) in CSR order is cached on the
+    looped graph: reused for the same edge_index, rebuilt for another one (here the same
+    edges in another order, whose edge_attr rows move with them)."""
+    edge_index, inputs = _inputs("loops_duplicates", 3)
+    perm = torch.randperm(edge_index.size(1), generator=torch.Generator().manual_seed(8))
+    pyg, ours = (lib.GATConv(8, 4, heads=2, edge_dim=3, flow=flow) for lib in (pyg_nn, gnn))
+    for index, attr in ((edge_index, inputs["attr"]), (edge_index[:, perm], inputs["attr"][perm])):
+        given = {"x": inputs["x"], "attr": attr}
+
+        def call(conv, t, index=index):
+            return conv(t["x"], index, t["attr"])
+
+        for _ in range(2):  # the second call reads the cached layout
+            compare_layers(pyg, ours, given, call)
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -185,10 +203,10 @@ def test_kernel_edge_term_gradcheck_and_opcheck():
     torch.autograd.gradcheck(lambda *t: gat_aggregate(graph, *t, dropout=0.3, seed=4), inputs)
     h, a_src, a_dst, a_edge = (t.detach().float() for t in inputs)
     csc = graph.csc
-    args = (graph.rowptr, graph.col, *csc, h, a_src, a_dst, a_edge, 0.2, 0.3, 7)
+    args = (graph.rowptr, graph.col, *csc, graph.csc_slot, h, a_src, a_dst, a_edge, 0.2, 0.3, 7)
     torch.library.opcheck(_gat_forward_op, args)
     out, lse = _gat_forward_op(*args)
-    backward_args = (*args[:9], out, lse, torch.randn_like(out), 0.2, 0.3, 7)
+    backward_args = (*args[:10], out, lse, torch.randn_like(out), 0.2, 0.3, 7)
     torch.library.opcheck(_gat_backward_op, backward_args)
 
 

@@ -19,12 +19,15 @@
 //   grad_h[j, k, :]       = sum_{e = (j -> i)} keep_e * p_e * grad_out[i, k, :]
 //   grad_alpha_src[j, k]  = sum_{e = (j -> i)} dz_e
 //   grad_alpha_dst[i, k]  = sum_{e = (j -> i)} dz_e
-//   grad_alpha_edge[e, k] = dz_e                       (the edge_grad workspace itself)
+//   grad_alpha_edge[e, k] = dz_e                       (the edge_grad workspace, in CSR order)
 // p_e is recomputed from the saved lse. Three passes: delta per row; then one pass over the
 // CSC transpose (csc_edge_id maps each slot to its CSR position, the dropout counter) that
 // reads grad_out[i] and h[j] once per edge for grad_h, grad_alpha_src and dz_e, parking dz_e
-// in a transient [nnz, heads] workspace at the edge's CSR position; then per-row sums of it
-// for grad_alpha_dst. Every feature-sized read happens once per edge, as in the forward.
+// in a transient [nnz, heads] workspace at the edge's CSC slot (a contiguous store per
+// column: writing it at the CSR position scattered one store per edge and head); then per-row
+// sums of it for grad_alpha_dst, read through csr_to_csc (the CSC slot of each CSR edge,
+// cached with the transpose), which also copy dz_e out in CSR order as grad_alpha_edge. Every
+// feature-sized read happens once per edge, as in the forward.
 #pragma once
 
 #include <cstdint>
@@ -59,6 +62,7 @@ struct GatBackwardParams {
   const int64_t* colptr = nullptr;       // [num_cols + 1] CSC transpose
   const int64_t* csc_row = nullptr;      // [nnz] destination of each CSC slot
   const int64_t* csc_edge_id = nullptr;  // [nnz] CSR position of each CSC slot
+  const int64_t* csr_to_csc = nullptr;   // [nnz] CSC slot of each CSR edge (inverse of the above)
   const void* h = nullptr;               // [num_cols, heads, features]
   const void* alpha_src = nullptr;       // [num_cols, heads]
   const void* alpha_dst = nullptr;       // [num_rows, heads]
@@ -67,7 +71,8 @@ struct GatBackwardParams {
   const void* lse = nullptr;             // [num_rows, heads] forward result, accumulation type
   const void* grad_out = nullptr;        // [num_rows, heads, features]
   void* delta = nullptr;                 // [num_rows, heads] workspace, accumulation type
-  void* edge_grad = nullptr;             // [nnz, heads] dz_e, accumulation type (= grad_alpha_edge)
+  void* edge_grad = nullptr;             // [nnz, heads] dz_e by CSC slot, accumulation type
+  void* grad_alpha_edge = nullptr;       // [nnz, heads] dz_e in CSR order, acc. type; null: unused
   void* grad_h = nullptr;                // [num_cols, heads, features]
   void* grad_alpha_src = nullptr;        // [num_cols, heads]
   void* grad_alpha_dst = nullptr;        // [num_rows, heads]

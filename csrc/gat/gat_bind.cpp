@@ -30,7 +30,8 @@ void check(const GatBackwardParams& p) {
   check_sizes(p);
   const bool rows = p.num_rows * p.heads > 0, cols = p.num_cols * p.heads > 0;
   require(p.rowptr && p.colptr, "gat_aggregate backward: rowptr/colptr not set");
-  require(p.num_edges * p.heads == 0 || (p.col && p.csc_row && p.csc_edge_id && p.edge_grad),
+  require(p.num_edges * p.heads == 0 ||
+              (p.col && p.csc_row && p.csc_edge_id && p.csr_to_csc && p.edge_grad),
           "gat_aggregate backward: edge arrays not set");
   require(!rows || (p.alpha_dst && p.lse && p.delta && p.grad_alpha_dst),
           "gat_aggregate backward: row buffers not set");
@@ -76,6 +77,7 @@ void bind_gat(py::module_& m) {
   pointer_field(bwd, "colptr", &GatBackwardParams::colptr);
   pointer_field(bwd, "csc_row", &GatBackwardParams::csc_row);
   pointer_field(bwd, "csc_edge_id", &GatBackwardParams::csc_edge_id);
+  pointer_field(bwd, "csr_to_csc", &GatBackwardParams::csr_to_csc);
   pointer_field(bwd, "h", &GatBackwardParams::h);
   pointer_field(bwd, "alpha_src", &GatBackwardParams::alpha_src);
   pointer_field(bwd, "alpha_dst", &GatBackwardParams::alpha_dst);
@@ -85,6 +87,7 @@ void bind_gat(py::module_& m) {
   pointer_field(bwd, "grad_out", &GatBackwardParams::grad_out);
   pointer_field(bwd, "delta", &GatBackwardParams::delta);
   pointer_field(bwd, "edge_grad", &GatBackwardParams::edge_grad);
+  pointer_field(bwd, "grad_alpha_edge", &GatBackwardParams::grad_alpha_edge);
   pointer_field(bwd, "grad_h", &GatBackwardParams::grad_h);
   pointer_field(bwd, "grad_alpha_src", &GatBackwardParams::grad_alpha_src);
   pointer_field(bwd, "grad_alpha_dst", &GatBackwardParams::grad_alpha_dst);

@@ -73,7 +73,11 @@ void tile_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, i
     const T wd = w[d * w_stride];
     for (int t = 0; t < kTile; ++t) acc[t] += wd * r[t];
     if constexpr (kDots) {
+      // A simd reduction: written as a plain sum it compiles to a chain of kTile dependent
+      // scalar adds per edge (float additions may not be reordered otherwise). The order is
+      // fixed at compile time, so results stay identical for any thread count.
       T s = T(0);
+#pragma omp simd reduction(+ : s)
       for (int t = 0; t < kTile; ++t) s += r[t] * o[t];
       dots[d] += s;
     }
@@ -171,14 +175,25 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
   }
 }
 
-// delta[i, k] = <grad_out[i, k], out[i, k]>.
+// delta[i, k] = <grad_out[i, k], out[i, k]>, written also into row i's packed terms: what
+// every in-edge of row i reads in the column pass (alpha_dst, lse and delta, [3, heads]), one
+// gathered run per edge there instead of three from three arrays (each a cache miss on graphs
+// whose node arrays outgrow the L2).
 template <typename T>
-void backward_delta_row(const GatBackwardParams& p, int64_t i) {
+void backward_delta_row(const GatBackwardParams& p, T* __restrict terms, int64_t i) {
   const int64_t H = p.heads, F = p.features;
   const T* __restrict go = static_cast<const T*>(p.grad_out) + i * H * F;
   const T* __restrict out = static_cast<const T*>(p.out) + i * H * F;
   T* __restrict delta = static_cast<T*>(p.delta) + i * H;
-  for (int64_t k = 0; k < H; ++k) delta[k] = dot(go + k * F, out + k * F, F);
+  const T* __restrict a_dst = static_cast<const T*>(p.alpha_dst) + i * H;
+  const T* __restrict lse = static_cast<const T*>(p.lse) + i * H;
+  T* __restrict row_terms = terms + i * 3 * H;
+  for (int64_t k = 0; k < H; ++k) {
+    delta[k] = dot(go + k * F, out + k * F, F);
+    row_terms[k] = a_dst[k];
+    row_terms[H + k] = lse[k];
+    row_terms[2 * H + k] = delta[k];
+  }
 }
 
 // Source side, over the transpose: grad_h[j], grad_alpha_src[j], and dz_e parked in
@@ -187,21 +202,19 @@ void backward_delta_row(const GatBackwardParams& p, int64_t i) {
 // per tile for both grad_h[j] = sum of keep * prob * grad_out[i] and the dots
 // <grad_out[i], h[j]> the logit gradients need.
 template <typename T>
-void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int64_t j) {
+void backward_col(const GatBackwardParams& p, const AttentionDropout& drop,
+                  const T* __restrict terms, int64_t j) {
   const int64_t H = p.heads, F = p.features, HF = H * F;
   const T slope = static_cast<T>(p.negative_slope);
   const T* __restrict hj = static_cast<const T*>(p.h) + j * HF;
   const T* __restrict a_src = static_cast<const T*>(p.alpha_src) + j * H;
-  const T* __restrict a_dst = static_cast<const T*>(p.alpha_dst);
   const T* __restrict grad_out = static_cast<const T*>(p.grad_out);
-  const T* __restrict lse = static_cast<const T*>(p.lse);
-  const T* __restrict delta = static_cast<const T*>(p.delta);
-  T* __restrict edge_grad = static_cast<T*>(p.edge_grad);
   T* __restrict grad_h = static_cast<T*>(p.grad_h) + j * HF;
   T* __restrict grad_src = static_cast<T*>(p.grad_alpha_src) + j * H;
   const int64_t begin = p.colptr[j], degree = p.colptr[j + 1] - begin;
   const int64_t* __restrict rows_of = p.csc_row + begin;
   const int64_t* __restrict edge_of = p.csc_edge_id + begin;
+  T* __restrict column_grad = static_cast<T*>(p.edge_grad) + begin * H;  // this column's slots
   if (degree == 0) {
     std::fill(grad_h, grad_h + HF, T(0));
     std::fill(grad_src, grad_src + H, T(0));
@@ -219,11 +232,13 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
   T* __restrict dz = lses + n;  // per edge of one head: the dots, then dz
   const T* __restrict a_edge = static_cast<const T*>(p.alpha_edge);
   for (int64_t d = 0; d < degree; ++d) {
-    const int64_t ik = rows_of[d] * H;
+    if (d + kPrefetchEdges < degree)
+      prefetch_span(terms + rows_of[d + kPrefetchEdges] * 3 * H, 3 * H);
+    const T* __restrict row = terms + rows_of[d] * 3 * H;
     for (int64_t k = 0; k < H; ++k) {
-      slopes[d * H + k] = a_src[k] + a_dst[ik + k];
-      lses[d * H + k] = lse[ik + k];
-      deltas[d * H + k] = delta[ik + k];
+      slopes[d * H + k] = a_src[k] + row[k];
+      lses[d * H + k] = row[H + k];
+      deltas[d * H + k] = row[2 * H + k];
     }
     if (a_edge) {
       for (int64_t k = 0; k < H; ++k) slopes[d * H + k] += a_edge[edge_of[d] * H + k];
@@ -255,24 +270,27 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop, int6
       sum += dz[d];
     }
     grad_src[k] = sum;
-    for (int64_t d = 0; d < degree; ++d) {
-      if (d + kPrefetchEdges < degree) {
-        prefetch_line<true>(edge_grad + edge_of[d + kPrefetchEdges] * H + k);
-      }
-      edge_grad[edge_of[d] * H + k] = dz[d];
-    }
+    for (int64_t d = 0; d < degree; ++d) column_grad[d * H + k] = dz[d];
   }
 }
 
-// grad_alpha_dst[i, k] = sum of the row's dz_e, in CSR order.
+// grad_alpha_dst[i, k] = sum of the row's dz_e in CSR order, gathered from their CSC slots
+// (whole [heads] runs, prefetched ahead); dz_e is also copied out in CSR order when the edge
+// term's gradient is wanted.
 template <typename T>
 void backward_dst_row(const GatBackwardParams& p, int64_t i) {
   const int64_t H = p.heads;
   const T* __restrict edge_grad = static_cast<const T*>(p.edge_grad);
+  const int64_t* __restrict slot = p.csr_to_csc;
+  T* __restrict grad_edge = static_cast<T*>(p.grad_alpha_edge);
   T* __restrict grad_dst = static_cast<T*>(p.grad_alpha_dst) + i * H;
   std::fill(grad_dst, grad_dst + H, T(0));
-  for (int64_t e = p.rowptr[i]; e < p.rowptr[i + 1]; ++e) {
-    for (int64_t k = 0; k < H; ++k) grad_dst[k] += edge_grad[e * H + k];
+  const int64_t end = p.rowptr[i + 1];
+  for (int64_t e = p.rowptr[i]; e < end; ++e) {
+    if (e + kPrefetchEdges < end) prefetch_line<false>(edge_grad + slot[e + kPrefetchEdges] * H);
+    const T* __restrict dz = edge_grad + slot[e] * H;
+    for (int64_t k = 0; k < H; ++k) grad_dst[k] += dz[k];
+    if (grad_edge) std::copy(dz, dz + H, grad_edge + e * H);
   }
 }
 
@@ -291,6 +309,13 @@ inline void check_csc_columns(const GatBackwardParams& p, int64_t first, int64_t
   check_indices(kernel, "csc_edge_id", p.csc_edge_id, edges.begin, edges.end, p.num_edges);
 }
 
+// The row pass reads dz_e at csr_to_csc[e]: those slots must be in bounds too.
+inline void check_csc_slots(const GatBackwardParams& p, int64_t first, int64_t last) {
+  const char* kernel = "gat_aggregate backward";
+  const EdgeRange edges = checked_rows(kernel, "rowptr", p.rowptr, first, last, p.num_edges);
+  check_indices(kernel, "csr_to_csc", p.csr_to_csc, edges.begin, edges.end, p.num_edges);
+}
+
 template <typename T>
 void forward(const GatParams& p) {
   const AttentionDropout drop(p.dropout, p.seed);
@@ -303,20 +328,20 @@ void forward(const GatParams& p) {
 template <typename T>
 void backward(const GatBackwardParams& p) {
   const AttentionDropout drop(p.dropout, p.seed);
-  const char* kernel = "gat_aggregate backward";
   const auto no_edges_read = [](int64_t, int64_t) {};
   const auto check_columns = [&](int64_t first, int64_t last) {
     check_csc_columns(p, first, last);
   };
-  const auto check_row_ranges = [&](int64_t first, int64_t last) {
-    check_csr_rows(kernel, p.rowptr, nullptr, p.num_edges, p.num_cols, first, last);
+  const auto check_row_slots = [&](int64_t first, int64_t last) {
+    check_csc_slots(p, first, last);
   };
   // Each pass reads what the one before wrote (delta, then edge_grad).
+  std::vector<T> terms(p.num_rows * 3 * p.heads);  // see backward_delta_row
   for_each_row(p.rowptr, p.num_rows, no_edges_read,
-               [&](int64_t i) { backward_delta_row<T>(p, i); });
+               [&](int64_t i) { backward_delta_row<T>(p, terms.data(), i); });
   for_each_row(p.colptr, p.num_cols, check_columns,
-               [&](int64_t j) { backward_col<T>(p, drop, j); });
-  for_each_row(p.rowptr, p.num_rows, check_row_ranges,
+               [&](int64_t j) { backward_col<T>(p, drop, terms.data(), j); });
+  for_each_row(p.rowptr, p.num_rows, check_row_slots,
                [&](int64_t i) { backward_dst_row<T>(p, i); });
 }
 

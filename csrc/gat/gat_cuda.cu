@@ -126,7 +126,7 @@ __global__ void gat_backward_delta_kernel(GatBackwardParams p, int size) {
 }
 
 // Source side, over the transpose: grad_h[j, k, :], grad_alpha_src[j, k], and dz_e parked in
-// edge_grad at each edge's CSR position.
+// edge_grad at each edge's CSC slot s.
 template <typename T>
 __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout drop, int size) {
   using Acc = acc_t<T>;
@@ -176,7 +176,7 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
       // with the first), in tile order, always from lane 0.
       const Acc dz = logit_grad(att, keep, dot, tile == 0 ? delta[ik] : Acc(0));
       grad_src += dz;
-      if (g.lane == 0) edge_grad[e * H + k] = tile == 0 ? dz : edge_grad[e * H + k] + dz;
+      if (g.lane == 0) edge_grad[s * H + k] = tile == 0 ? dz : edge_grad[s * H + k] + dz;
     }
 #pragma unroll
     for (int v = 0; v < kVec; ++v) {
@@ -187,7 +187,8 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
   if (g.lane == 0) static_cast<T*>(p.grad_alpha_src)[g.pair] = from_acc<T>(grad_src);
 }
 
-// grad_alpha_dst[i, k] = sum of the row's dz_e: lanes stride the row, then a group reduction.
+// grad_alpha_dst[i, k] = sum of the row's dz_e (read at their CSC slots): lanes stride the
+// row, then a group reduction; each dz_e is also copied out in CSR order as grad_alpha_edge.
 template <typename T>
 __global__ void gat_backward_dst_kernel(GatBackwardParams p, int size) {
   using Acc = acc_t<T>;
@@ -196,9 +197,12 @@ __global__ void gat_backward_dst_kernel(GatBackwardParams p, int size) {
   const int64_t i = g.pair / H, k = g.pair % H;
   if (i >= p.num_rows) return;  // group-uniform
   const Acc* edge_grad = static_cast<const Acc*>(p.edge_grad);
+  Acc* grad_edge = static_cast<Acc*>(p.grad_alpha_edge);
   Acc sum = Acc(0);
   for (int64_t e = p.rowptr[i] + g.lane; e < p.rowptr[i + 1]; e += g.size) {
-    sum += edge_grad[e * H + k];
+    const Acc dz = edge_grad[p.csr_to_csc[e] * H + k];
+    sum += dz;
+    if (grad_edge) grad_edge[e * H + k] = dz;
   }
   sum = group_sum(sum, g);
   if (g.lane == 0) static_cast<T*>(p.grad_alpha_dst)[g.pair] = from_acc<T>(sum);

@@ -4,56 +4,75 @@ attention coefficients and the edges they belong to, laid out as PyG returns the
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
 from galfast.graph import Graph
-from galfast.nn._graph_input import LayerGraph
+from galfast.nn._graph_input import LayerGraph, csr_from_coo
+from galfast.ops import aggregate
 
 __all__ = ["attention_weights", "edge_logits", "reported_edges"]
 
 _REDUCE = {"max": "amax", "min": "amin", "mul": "prod"}
 
 
-def _loop_logits(
-    edge_feats: Tensor,
-    project: Tensor,
-    per_edge: Tensor,
-    graph: Graph,
-    input_pos: Tensor,
-    fill_value: Any,
-    flow: str,
-    loops: int,
+class _EdgeTermLayout(NamedTuple):
+    """Where each edge term of the looped graph comes from; structure only, cached on it."""
+
+    gather: Tensor  # [E'] row of cat([input edges' terms, loops' terms]) per looped CSR edge
+    non_loop: Tensor  # [K] input positions of the input's non-loop edges whose target has a loop
+    target: Tensor  # [K] their targets (edge_index[1], whatever the flow)
+    inverse_count: Tensor  # [loops, 1] 1 / max(number of those edges per node, 1)
+
+
+def _edge_term_layout(
+    original: Graph, order: Optional[Tensor], graph: Graph, source: Tensor, flow: str
+) -> _EdgeTermLayout:
+    """The layout for ``graph`` (``original`` with its self loops replaced, ``source`` as from
+    ``self_loops_replaced``); ``order`` maps ``original``'s CSR edges to input positions."""
+    num_edges = original.num_edges
+    input_pos = order if order is not None else torch.arange(num_edges, device=original.device)
+    loops = min(original.num_nodes, original.num_src_nodes)
+    plain = graph.row != graph.col
+    gather = (graph.row + num_edges).masked_scatter(plain, input_pos[source[plain]])
+    # PyG's add_self_loops reduces by edge_index[1] (the CSR row, or col when flipped).
+    target = original.col if flow == "target_to_source" else original.row
+    kept = ((original.row != original.col) & (target < loops)).nonzero().view(-1)
+    target = target.index_select(0, kept)
+    count = torch.zeros(loops, dtype=torch.long, device=original.device)
+    count.scatter_add_(0, target, torch.ones_like(target))
+    inverse_count = count.clamp(min=1).reciprocal().unsqueeze(1)
+    return _EdgeTermLayout(gather, input_pos.index_select(0, kept), target, inverse_count)
+
+
+def _loop_terms(
+    edge_feats: Tensor, project: Tensor, per_edge: Tensor, layout: _EdgeTermLayout, fill_value
 ) -> Tensor:
     """``[loops, H]`` edge terms of the added self loops, whose edge features are, as in PyG's
     ``add_self_loops``: a constant, a given vector, or a reduction of each node's incoming
-    non-loop edges' features (by ``edge_index[1]``, whatever the flow; 0 for a node without
-    any). The projection is linear, so constants, sums and means are taken of the per-edge
-    terms (``per_edge`` in CSR order, H columns) rather than of the D-wide features."""
-    heads = project.size(1)
+    non-loop edges' features (0 for a node without any). The projection is linear, so
+    constants, sums and means are taken of the per-edge terms (``per_edge``, input order, H
+    columns) rather than of the D-wide features."""
+    loops, heads = layout.inverse_count.size(0), project.size(1)
     if isinstance(fill_value, Tensor):
         return (fill_value.to(edge_feats).reshape(1, -1) @ project).expand(loops, heads)
     if not isinstance(fill_value, str):
         return (float(fill_value) * project.sum(0, keepdim=True)).expand(loops, heads)
-    non_loop = (graph.row != graph.col).nonzero().view(-1)
-    target = (graph.col if flow == "target_to_source" else graph.row).index_select(0, non_loop)
-    nodes = max(graph.num_nodes, graph.num_src_nodes)
     if fill_value in ("add", "sum", "mean"):
-        summed = per_edge.new_zeros(nodes, heads).index_add(
-            0, target, per_edge.index_select(0, non_loop)
+        summed = per_edge.new_zeros(loops, heads).index_add(
+            0, layout.target, per_edge.index_select(0, layout.non_loop)
         )
         if fill_value == "mean":
-            count = torch.bincount(target, minlength=nodes).clamp(min=1)
-            summed = summed / count.unsqueeze(1).to(summed.dtype)
-        return summed[:loops]
-    values = edge_feats.index_select(0, input_pos.index_select(0, non_loop))
-    index = target.unsqueeze(1).expand_as(values)
-    base = edge_feats.new_zeros(nodes, values.size(1))
+            return summed * layout.inverse_count.to(summed.dtype)
+        return summed
+    values = edge_feats.index_select(0, layout.non_loop)
+    index = layout.target.unsqueeze(1).expand_as(values)
+    base = edge_feats.new_zeros(loops, values.size(1))
     reduced = base.scatter_reduce(0, index, values, _REDUCE[fill_value], include_self=False)
-    return reduced[:loops] @ project
+    return reduced @ project
 
 
 def edge_logits(
@@ -68,28 +87,51 @@ def edge_logits(
     """``[num_edges of graph, H]``: :math:`a_{edge,k}^\\top \\Theta_{e,k} e_{ji}` per edge of
     ``graph`` (``layer.graph`` with the self loops of ``source``, see ``self_loops_replaced``,
     when ``source`` is given). The two maps fold into one ``[D, H]`` matrix, so no ``[E, H, C]``
-    tensor is built."""
+    tensor is built; the terms are computed in input order and put in ``graph``'s CSR order by
+    one gather whose index (and the loops' reduction index) is cached on ``graph``."""
     heads, channels = conv.heads, conv.out_channels
     weight = conv.lin_edge.weight.view(heads, channels, -1)
     project = (weight * conv.att_edge.view(heads, channels, 1)).sum(1).t()  # [D, H]
-    original = layer.graph
     per_edge = edge_feats @ project  # input order
-    if layer.order is not None:
-        per_edge = per_edge.index_select(0, layer.order)  # CSR order of `original`
     if source is None:
-        return per_edge
-    input_pos = (
-        layer.order
-        if layer.order is not None
-        else torch.arange(original.num_edges, device=edge_feats.device)
+        return per_edge if layer.order is None else per_edge.index_select(0, layer.order)
+    layout = graph.cached(
+        ("nn", "gat_edge_term", conv.flow),
+        lambda: _edge_term_layout(layer.graph, layer.order, graph, source, conv.flow),
     )
-    loops = min(original.num_nodes, original.num_src_nodes)
-    loop_logits = _loop_logits(
-        edge_feats, project, per_edge, original, input_pos, fill_value, conv.flow, loops
-    )
-    logits = torch.cat([per_edge, loop_logits])
-    csr_pos = torch.arange(original.num_edges, device=edge_feats.device)
-    return logits.index_select(0, _positions(graph, source, csr_pos, original.num_edges))
+    if isinstance(fill_value, str) and fill_value in _SUMMED:
+        # Each edge term of the looped graph is a fixed weighted sum of input terms (its own
+        # edge's, or the mean / sum of a node's in-edges' for its loop): one fused aggregation
+        # over a cached [E', E] mixing graph, forward and backward.
+        mixer = graph.cached(
+            ("nn", "gat_edge_mixer", conv.flow, _SUMMED[fill_value]),
+            lambda: _mixing_graph(layout, per_edge.size(0), _SUMMED[fill_value] == "mean"),
+        )
+        return aggregate(mixer, per_edge)
+    loop_terms = _loop_terms(edge_feats, project, per_edge, layout, fill_value)
+    return torch.cat([per_edge, loop_terms]).index_select(0, layout.gather)
+
+
+_SUMMED = {"add": "sum", "sum": "sum", "mean": "mean"}
+
+
+def _mixing_graph(layout: _EdgeTermLayout, num_inputs: int, mean: bool) -> Graph:
+    """The bipartite Graph (rows: the looped graph's edges in CSR order; sources: the input
+    edges) whose weighted sum gives each edge term: weight 1 from its own input edge for an
+    ordinary edge, 1 (``"add"``) or 1 / count (``"mean"``) from each of node i's non-loop
+    in-edges for node i's loop."""
+    gather = layout.gather
+    plain = (gather < num_inputs).nonzero().view(-1)
+    loop_rows = (gather >= num_inputs).nonzero().view(-1)
+    loop_of_node = torch.full_like(layout.inverse_count.view(-1), -1, dtype=torch.long)
+    loop_of_node[gather[loop_rows] - num_inputs] = loop_rows
+    rows = torch.cat([plain, loop_of_node[layout.target]])
+    cols = torch.cat([gather[plain], layout.non_loop])
+    weight = torch.ones(rows.numel(), device=rows.device)
+    if mean:
+        weight[plain.numel() :] = layout.inverse_count.view(-1)[layout.target]
+    mixer, order = csr_from_coo(rows, cols, gather.numel(), num_inputs)
+    return Graph(mixer.rowptr, mixer.col, mixer.num_nodes, weight[order], num_src_nodes=num_inputs)
 
 
 def _positions(graph: Graph, source: Tensor, input_pos: Tensor, loops_at: int) -> Tensor:

@@ -74,8 +74,11 @@ def csr_from_coo(
     num_src = num_nodes if num_src_nodes is None else num_src_nodes
     order = lexsort([rows, cols], [num_nodes, num_src])
     rows = rows[order]
+    # A fixed-size scatter rather than bincount, whose shape torch.compile cannot know.
+    counts = torch.zeros(num_nodes, dtype=torch.long, device=rows.device)
+    counts.scatter_add_(0, rows, torch.ones_like(rows))
     rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=rows.device)
-    rowptr[1:] = torch.cumsum(torch.bincount(rows, minlength=num_nodes), 0)
+    rowptr[1:] = torch.cumsum(counts, 0)
     graph = Graph(rowptr, cols[order], num_nodes, num_src_nodes=num_src_nodes)
     graph.cached("row", lambda: rows)
     return graph, order
@@ -132,7 +135,8 @@ def _edge_index_graph(
     edge_index: Tensor, num_dst: Optional[int], num_src: Optional[int], flow: str
 ) -> tuple[Graph, Tensor]:
     key = ("edge_index", num_dst, num_src, flow)
-    hit = _cached(edge_index, key, (edge_index,))
+    traced = torch.compiler.is_compiling() and num_dst is not None
+    hit = None if traced else _cached(edge_index, key, (edge_index,))
     if hit is not None:
         return hit.graph, hit.order
     checked = _index_tensor("edge_index", edge_index)
@@ -141,6 +145,11 @@ def _edge_index_graph(
     if flow == "target_to_source":
         checked = checked.flip(0)
     src, dst = checked[0], checked[1]
+    if traced:
+        # torch.compile traces no id()-keyed cache and no check that reads values (each would
+        # break the graph): build the CSR every call, as PyG's layers do; the kernels still
+        # check every index they read.
+        return csr_from_coo(dst, src, num_dst, num_src if num_src != num_dst else None)
     if num_src is None or num_src == num_dst:
         _, num_nodes = _check_index(checked, num_dst)
         graph, order = csr_from_coo(dst, src, num_nodes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Optional, Union
 
 import torch
@@ -19,7 +20,9 @@ from galfast.nn._layer_checks import (
     node_counts,
     split_features,
 )
+from galfast.nn._message_edges import message_edges
 from galfast.nn._pyg_compat import FusedLayer, make_linear
+from galfast.nn._sage_aggregation import aggregated_channels, pyg_aggregation, run_aggregation
 from galfast.ops import Block, aggregate
 
 __all__ = ["SAGEConv"]
@@ -35,7 +38,12 @@ class SAGEConv(FusedLayer):
         x'_i = W_1 x_i + W_2 \cdot \mathop{\mathrm{aggr}}_{j \in \mathcal N(i)} x_j
 
     with ``aggr`` in mean, sum (alias add), max or min over the incoming edges (parallel
-    edges counted; a node without neighbours aggregates 0). With ``project``, sources are
+    edges counted; a node without neighbours aggregates 0), each one fused kernel call. Any
+    other PyG aggregation (``"lstm"``, ``"softmax"``, ``"std"``, an ``Aggregation`` module,
+    or a list of them combined as PyG's ``MultiAggregation``) runs PyG's own aggregation
+    module, which needs torch_geometric installed; the plain sums, means, maxima and minima
+    inside it still run on galfast's kernels (see :mod:`galfast.nn._sage_aggregation`).
+    With ``project``, sources are
     first mapped by :math:`x_j \leftarrow \mathrm{ReLU}(W_3 x_j + b)`; with ``normalize`` the
     output is L2-normalised. As in PyG, an ``edge_index`` carries no weights, while a sparse
     ``adj_t``'s values weight the aggregated features (PyG's ``spmm``); a Graph's stored
@@ -45,13 +53,16 @@ class SAGEConv(FusedLayer):
         in_channels: input features per node, -1 to infer them on the first call, or a pair
             ``(source, destination)`` for bipartite inputs ``x = (x_src, x_dst)``.
         out_channels: output features per node.
-        aggr: ``"mean"`` (default), ``"sum"``/``"add"``, ``"max"`` or ``"min"``. PyG's other
-            aggregations (``"lstm"``, lists, ``Aggregation`` modules) are refused.
+        aggr: ``"mean"`` (default), ``"sum"``/``"add"``, ``"max"`` or ``"min"`` (fused), or
+            any of PyG's other aggregations: a name (``"lstm"``, ``"softmax"``, ...), a list
+            of names or modules, or a ``torch_geometric.nn.aggr.Aggregation``; it is then
+            held as ``aggr_module`` (the state-dict keys are PyG's).
         normalize: L2-normalise the output. Default False.
         root_weight: add the transformed root features :math:`W_1 x_i`. Default True.
         project: project the neighbour features first. Default False.
         bias: learn a bias in :math:`W_2`. Default True.
-        **kwargs: PyG's ``MessagePassing`` options (``flow`` is honoured).
+        **kwargs: PyG's ``MessagePassing`` options (``flow`` is honoured, ``aggr_kwargs``
+            goes to PyG's aggregation resolver as in PyG).
 
     Shapes:
         x ``[N, in_channels]`` or ``(x_src [N_src, C_src], x_dst [N_dst, C_dst] or None)``;
@@ -71,32 +82,35 @@ class SAGEConv(FusedLayer):
         self,
         in_channels: Channels,
         out_channels: int,
-        aggr: str = "mean",
+        aggr: Union[str, list, torch.nn.Module] = "mean",
         normalize: bool = False,
         root_weight: bool = True,
         project: bool = False,
         bias: bool = True,
         **kwargs: Any,
     ) -> None:
+        aggr_kwargs = kwargs.pop("aggr_kwargs", None)
         super().__init__(**kwargs)
         check_channels(in_channels, out_channels, lazy=True, pair=True)
-        if not isinstance(aggr, str) or aggr not in _AGGRS:
-            raise ValueError(
-                f"galfast's SAGEConv supports aggr in {sorted(_AGGRS)} (fused kernels), got "
-                f"{aggr!r}; use torch_geometric.nn.SAGEConv for learnable or multiple "
-                "aggregations (see docs/pyg_compat.md)"
-            )
         src_channels, dst_channels = channel_pair(in_channels)
         if project and src_channels < 0:
             raise ValueError(
                 "'SAGEConv' does not support lazy initialization with `project=True`: give "
                 "in_channels"
             )
-        self.in_channels, self.out_channels, self.aggr = in_channels, out_channels, aggr
+        self.in_channels, self.out_channels = in_channels, out_channels
         self.normalize, self.root_weight, self.project = normalize, root_weight, project
+        # A name PyG fuses runs on one galfast kernel; anything else is PyG's module.
+        self._reduce = _AGGRS.get(aggr) if isinstance(aggr, str) and not aggr_kwargs else None
+        if self._reduce is not None:
+            self.aggr, aggr_channels = aggr, src_channels
+        else:
+            self.aggr_module = pyg_aggregation(aggr, aggr_kwargs, src_channels)
+            self.aggr = [str(a) for a in aggr] if isinstance(aggr, (list, tuple)) else str(aggr)
+            aggr_channels = aggregated_channels(self.aggr_module, src_channels)
         if project:
             self.lin = torch.nn.Linear(src_channels, src_channels, bias=True)
-        self.lin_l = make_linear(src_channels, out_channels, bias=bias)
+        self.lin_l = make_linear(max(aggr_channels, -1), out_channels, bias=bias)
         if root_weight:
             self.lin_r = make_linear(dst_channels, out_channels, bias=False)
 
@@ -113,7 +127,12 @@ class SAGEConv(FusedLayer):
         if isinstance(edge_index, Block):
             x, edge_index = block_features(x, edge_index), edge_index.as_bipartite_graph()
         x_src, x_dst = split_features(x, bipartite=True)
-        pairs = [(self.lin_l, x_src)] + ([(self.lin_r, x_dst)] if self.root_weight else [])
+        # lin_l reads the aggregation's output, as wide as x_src for one reduction.
+        aggregated = x_src
+        if self._reduce is None and x_src.dim() == 2:
+            width = aggregated_channels(self.aggr_module, x_src.size(1))
+            aggregated = x_src.new_empty(0, width)
+        pairs = [(self.lin_l, aggregated)] + ([(self.lin_r, x_dst)] if self.root_weight else [])
         self._materialize(*((m, t) for m, t in pairs if t is not None))
         src_channels, dst_channels = channel_pair(self.in_channels)
         check_features(x_src, src_channels, self.lin_l.weight, "x_src")
@@ -124,25 +143,35 @@ class SAGEConv(FusedLayer):
         graph, weight, _, sparse = layer_graph(
             edge_index, num_dst, num_src if two_sets else None, flow=self.flow
         )
-        if not sparse:
-            graph, weight = unweighted(graph), None
-        reduce = _AGGRS[self.aggr]
         source = F.relu(self.lin(x_src)) if self.project else x_src
-        # lin_l is affine, so for sum and mean it commutes with the aggregation (an empty
-        # neighbourhood gives lin_l(0) = bias either way): aggregate the narrower side.
-        if reduce in ("sum", "mean") and self.out_channels < self.lin_l.in_features:
-            out = aggregate(graph, F.linear(source, self.lin_l.weight), weight, reduce=reduce)
-            if self.lin_l.bias is not None:
-                out = out + self.lin_l.bias
-        elif reduce == "min":
-            out = self.lin_l(-aggregate(graph, -source, weight, reduce="max"))
+        if self._reduce is None:
+            # PyG's module sees unweighted messages, whatever the input form.
+            messages = partial(message_edges, edge_index, graph, self.flow)
+            out = run_aggregation(
+                self.aggr_module, unweighted(graph), source, messages, graph.num_nodes
+            )
+            out = self.lin_l(out)
         else:
-            out = self.lin_l(aggregate(graph, source, weight, reduce=reduce))
+            out = self._fused(
+                graph if sparse else unweighted(graph), weight if sparse else None, source
+            )
         if self.root_weight and x_dst is not None:
             out = out + self.lin_r(x_dst)
         if self.normalize:
             out = F.normalize(out, p=2.0, dim=-1)
         return out
+
+    def _fused(self, graph: Graph, weight: Optional[Tensor], source: Tensor) -> Tensor:
+        """``lin_l`` of one fused reduction (weighted by a sparse adj_t's values)."""
+        reduce = self._reduce
+        # lin_l is affine, so for sum and mean it commutes with the aggregation (an empty
+        # neighbourhood gives lin_l(0) = bias either way): aggregate the narrower side.
+        if reduce in ("sum", "mean") and self.out_channels < self.lin_l.in_features:
+            out = aggregate(graph, F.linear(source, self.lin_l.weight), weight, reduce=reduce)
+            return out if self.lin_l.bias is None else out + self.lin_l.bias
+        if reduce == "min":
+            return self.lin_l(-aggregate(graph, -source, weight, reduce="max"))
+        return self.lin_l(aggregate(graph, source, weight, reduce=reduce))
 
     def extra_repr(self) -> str:
         return f"{self.in_channels}, {self.out_channels}, aggr={self.aggr}"

@@ -44,6 +44,7 @@ def launch_gat_forward(
     colptr: Tensor,
     csc_row: Tensor,
     csc_edge_id: Tensor,
+    csr_to_csc: Tensor,
     h: Tensor,
     alpha_src: Tensor,
     alpha_dst: Tensor,
@@ -52,7 +53,8 @@ def launch_gat_forward(
     dropout: float,
     seed: int,
 ) -> tuple[Tensor, Tensor]:
-    """(out [N, H, F], lse [N, H]) of csrc/gat/gat.h; the CSC arguments are for backward."""
+    """(out [N, H, F], lse [N, H]) of csrc/gat/gat.h; the CSC arguments (and csr_to_csc,
+    ``Graph.csc_slot``) are for backward."""
     out, lse = _gat_forward_outputs(rowptr, h)
     p = _C.GatParams()
     p.rowptr, p.col, p.h = ptr(rowptr), ptr(col), ptr(h)
@@ -78,6 +80,7 @@ def launch_gat_backward(
     colptr: Tensor,
     csc_row: Tensor,
     csc_edge_id: Tensor,
+    csr_to_csc: Tensor,
     h: Tensor,
     alpha_src: Tensor,
     alpha_dst: Tensor,
@@ -94,19 +97,24 @@ def launch_gat_backward(
         h, alpha_src, alpha_dst, alpha_edge
     )
     delta = torch.empty_like(lse)
-    edge_grad = lse.new_empty(col.numel(), h.size(1))  # [E, H] dz_e, the edge term's gradient
+    edge_grad = lse.new_empty(col.numel(), h.size(1))  # [E, H] dz_e by CSC slot (workspace)
+    # dz_e in CSR order is the edge term's gradient: written straight into grad_edge when it
+    # has the accumulation dtype, else into a buffer cast afterwards.
+    edge_out = None
+    if alpha_edge is not None:
+        edge_out = grad_edge if grad_edge.dtype == lse.dtype else torch.empty_like(edge_grad)
     p = _C.GatBackwardParams()
     p.rowptr, p.col, p.colptr = ptr(rowptr), ptr(col), ptr(colptr)
-    p.csc_row, p.csc_edge_id = ptr(csc_row), ptr(csc_edge_id)
+    p.csc_row, p.csc_edge_id, p.csr_to_csc = ptr(csc_row), ptr(csc_edge_id), ptr(csr_to_csc)
     p.h, p.alpha_src, p.alpha_dst = ptr(h), ptr(alpha_src), ptr(alpha_dst)
     p.alpha_edge = ptr(alpha_edge)
     p.out, p.lse, p.grad_out = ptr(out), ptr(lse), ptr(grad_out)
-    p.delta, p.edge_grad = ptr(delta), ptr(edge_grad)
+    p.delta, p.edge_grad, p.grad_alpha_edge = ptr(delta), ptr(edge_grad), ptr(edge_out)
     p.grad_h, p.grad_alpha_src, p.grad_alpha_dst = ptr(grad_h), ptr(grad_src), ptr(grad_dst)
     _sizes(p, rowptr, col, h, negative_slope, dropout, seed)
     run_kernel("gat_backward", p, h.device)
-    if alpha_edge is not None:
-        grad_edge.copy_(edge_grad)  # dz_e is the edge term's gradient (cast to its dtype)
+    if edge_out is not None and edge_out is not grad_edge:
+        grad_edge.copy_(edge_out)
     return grad_h, grad_src, grad_dst, grad_edge
 
 
@@ -136,7 +144,7 @@ def _backward(ctx, grad_out, _grad_lse):
         *ctx.attention,
     )
     grad_edge = grad_edge if ctx.has_edge_term else None
-    return (None,) * 5 + (grad_h, grad_src, grad_dst, grad_edge) + (None, None, None)
+    return (None,) * 6 + (grad_h, grad_src, grad_dst, grad_edge) + (None, None, None)
 
 
 _gat_forward_op.register_autograd(_backward, setup_context=_setup_context)
@@ -267,6 +275,7 @@ def gat_aggregate(
         csc.colptr,
         csc.row,
         csc.edge_id,
+        graph.csc_slot,
         h.contiguous(),
         alpha_src.contiguous(),
         alpha_dst.contiguous(),
