@@ -13,13 +13,8 @@ from galfast import Graph, SensitiveAttribute, audit
 from galfast.audit import summarize, tradeoff_bound
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny tensors: one thread avoids oversubscribing shared 2-core machines.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _split(n, seed=0):

@@ -23,14 +23,8 @@ from galfast.train import (
     regression_loss,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    # Tiny matrices: one thread avoids oversubscription on shared 2-core machines.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny tensors: one thread avoids oversubscribing shared 2-core machines.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

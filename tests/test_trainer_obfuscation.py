@@ -20,12 +20,8 @@ from galfast.train import NodeBatches, NodeHead, classification_loss
 TASK_ACCURACY_BOUND = 0.05
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny tensors: one thread avoids oversubscribing shared 2-core machines.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

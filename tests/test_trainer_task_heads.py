@@ -29,13 +29,8 @@ from galfast.train import (
     regression_loss,
 )
 
-
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+# Tiny tensors: one thread avoids oversubscribing shared 2-core machines.
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def test_heads_index_the_embeddings():
