@@ -30,6 +30,10 @@ LAYERS = {
     "sage_mean": lambda: SAGEConv(6, 5),
     "sage_sum": lambda: SAGEConv(6, 5, aggr="sum"),
     "sage_max": lambda: SAGEConv(6, 5, aggr="max"),
+    # PyG's own aggregation modules, run on the block's messages (order-free ones: a full block
+    # may list a row's neighbours in another order than the graph).
+    "sage_mean_max": lambda: SAGEConv(6, 5, aggr=["mean", "max"]),
+    "sage_softmax": lambda: SAGEConv(6, 5, aggr="softmax"),
     "gat": lambda: GATConv(6, 3, heads=2),
     "gin": lambda: GINConv(torch.nn.Linear(6, 5), eps=0.3),
     "cheb1": lambda: ChebConv(6, 5, K=1),
@@ -39,6 +43,8 @@ LAYERS = {
 }
 
 
+# PyG's aggregation modules import torch.jit helpers that warn on first import.
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:torch.*")
 @pytest.mark.parametrize("graph_name", list(graphs()))
 @pytest.mark.parametrize("layer_name", list(LAYERS))
 def test_a_layer_on_a_full_block_equals_the_full_graph_layer(graph_name, layer_name):
