@@ -9,6 +9,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast.audit.minibatches import adam, shuffled_batches
 from galfast.gal.adversary_losses import tv_loss
 from galfast.gal.seeding import seeded_generator
 from galfast.models.attacker import AttackerMLP
@@ -77,7 +78,7 @@ def fit_and_predict(
         torch.random.default_generator.manual_seed(seed)
         model = _build(family, x_train.size(1), num_outputs, config.hidden).to(x_train.device)
     model = model.to(x_train.dtype)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimizer = adam(model.parameters(), config.lr)
     gen = seeded_generator(seed)
     n = x_train.size(0)
     model.train()
@@ -85,9 +86,8 @@ def fit_and_predict(
     epochs = max(config.epochs, -(-config.min_steps // batches_per_epoch))
     for _ in range(epochs):
         order = torch.randperm(n, generator=gen).to(x_train.device)
-        for start in range(0, n, config.batch_size):
-            idx = order[start : start + config.batch_size]
-            loss = tv_loss(model(x_train[idx]), y_train[idx], kind)
+        for xb, yb in shuffled_batches(order, config.batch_size, x_train, y_train):
+            loss = tv_loss(model(xb), yb, kind)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()

@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from galfast.audit.metrics import PRIMARY_METRIC, attack_metrics, higher_is_stronger
+from galfast.audit.minibatches import adam, shuffled_batches
 from galfast.gal.adversary_losses import tv_loss
 from galfast.gal.seeding import seeded_generator
 from galfast.models.attacker import AttackerMLP
@@ -196,7 +197,7 @@ def fit_head(
     with torch.random.fork_rng(devices=[]):
         torch.random.default_generator.manual_seed(seed)
         model = AttackerMLP(xf.size(1), num_outputs, hidden).to(xf.device, xf.dtype)
-    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = adam(model.parameters(), config.lr, config.weight_decay)
     gen = seeded_generator(seed)
     n = xf.size(0)
     best_loss, best_state, since, epochs = float("inf"), None, 0, 0
@@ -204,9 +205,8 @@ def fit_head(
         epochs += 1
         model.train()
         order = torch.randperm(n, generator=gen).to(xf.device)
-        for start in range(0, n, search.batch_size):
-            idx = order[start : start + search.batch_size]
-            loss = _loss(model(xf[idx]), yf[idx], kind, weights)
+        for xb, yb in shuffled_batches(order, search.batch_size, xf, yf):
+            loss = _loss(model(xb), yb, kind, weights)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
