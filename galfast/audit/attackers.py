@@ -9,6 +9,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast.audit.jobs import seeded_init
 from galfast.audit.minibatches import adam, shuffled_batches
 from galfast.gal.adversary_losses import tv_loss
 from galfast.gal.seeding import seeded_generator
@@ -74,8 +75,7 @@ def fit_and_predict(
         y_mean, y_std = y_train.mean(0), y_train.std(0, unbiased=False).clamp_min(1e-12)
         y_train = (y_train - y_mean) / y_std
     # Initialise on the CPU generator only, leaving the caller's generator states untouched.
-    with torch.random.fork_rng(devices=[]):
-        torch.random.default_generator.manual_seed(seed)
+    with seeded_init(seed):
         model = _build(family, x_train.size(1), num_outputs, config.hidden).to(x_train.device)
     model = model.to(x_train.dtype)
     optimizer = adam(model.parameters(), config.lr)

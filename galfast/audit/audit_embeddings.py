@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import numpy as np
 import torch
@@ -14,6 +14,7 @@ from tqdm.auto import tqdm
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
+from galfast.audit.jobs import Jobs, default_workers
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.search import SearchConfig
@@ -22,7 +23,7 @@ from galfast.audit.strong_attacks import (
     StrongSplit,
     applies,
     make_folds,
-    run_strong_attack,
+    submit_strong_attack,
 )
 from galfast.audit.threads import attacker_threads
 from galfast.gal.pairing import (
@@ -98,6 +99,7 @@ def audit(
     strength: str = "fast",
     search: Optional[SearchConfig] = None,
     threads: int = 1,
+    workers: Optional[int] = None,
 ) -> AuditReport:
     r"""Measures how much frozen embeddings leak sensitive attributes to a worst-case attacker.
 
@@ -157,6 +159,10 @@ def audit(
         threads: intra-op threads while the attackers train (torch and scikit-learn's
             pools; torch's count is restored after). The attackers are small, so one thread
             is fastest, and far faster on a shared machine.
+        workers: threads that run independent attacker fits side by side (each with
+            ``threads`` intra-op threads); the results do not depend on it, since every fit
+            is keyed by its own seed. ``None``: the usable cores, at most 2 (a fit holds the
+            GIL between its operations, so more threads gain little).
 
     Returns:
         :class:`~galfast.audit.AuditReport`.
@@ -198,6 +204,10 @@ def audit(
         search = SearchConfig()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an int >= 1, got {threads!r}")
+    if workers is None:
+        workers = default_workers()
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ValueError(f"workers must be an int >= 1 or None, got {workers!r}")
     if any(p.hops > 0 for p in pairings):
         if not isinstance(graph, Graph):
             raise ValueError("neighbor / n-hop attacks need graph= (a galfast.Graph)")
@@ -236,8 +246,11 @@ def audit(
     tradeoffs: list[TradeoffBound] = []
     bar = tqdm(total=len(attrs) * len(pairings), disable=not progress, desc="audit")
     views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
+    jobs = Jobs(workers, threads)
     try:
         with attacker_threads(threads):
+            # Every fit is handed to the workers first; the cells are then assembled in order.
+            cells = []
             for ai, attr in enumerate(attrs):
                 known = attr.known(num_nodes).to(z.device)
                 train_nodes, train_targets = _split(known, train_idx)
@@ -249,36 +262,48 @@ def audit(
                 folds = make_folds(train_nodes.numel(), seeds, search, seed, ai) if strong else []
                 split = StrongSplit(train_nodes, train_targets, test_nodes, test_targets, folds)
                 for pi, pairing in enumerate(pairings):
+                    parts = []
                     if fast:
-                        results += _run_attack(
-                            z,
-                            graph,
-                            attr,
-                            pairing,
-                            fast,
-                            seeds,
-                            config,
-                            (train_nodes, train_targets, test_nodes, test_targets),
-                            key=(seed, ai, pi),
-                            walk_mode=walk_mode,
+                        parts.append(
+                            _submit_attack(
+                                z,
+                                graph,
+                                attr,
+                                pairing,
+                                fast,
+                                seeds,
+                                config,
+                                (train_nodes, train_targets, test_nodes, test_targets),
+                                key=(seed, ai, pi),
+                                walk_mode=walk_mode,
+                                jobs=jobs,
+                            )
                         )
                     if strong:
-                        results += run_strong_attack(
-                            z,
-                            graph,
-                            attr,
-                            pairing.name,
-                            pairing.hops,
-                            strong,
-                            split,
-                            search,
-                            key=(seed, ai, pi),
-                            cache=views,
+                        parts.append(
+                            submit_strong_attack(
+                                z,
+                                graph,
+                                attr,
+                                pairing.name,
+                                pairing.hops,
+                                strong,
+                                split,
+                                search,
+                                key=(seed, ai, pi),
+                                cache=views,
+                                jobs=jobs,
+                            )
                         )
-                    bar.update(1)
-                if task_labels is not None and attr.kind == "binary":
+                    cells.append((attr, known, parts, pi == len(pairings) - 1))
+            for attr, known, parts, last in cells:
+                for part in parts:
+                    results += part()
+                bar.update(1)
+                if last and task_labels is not None and attr.kind == "binary":
                     tradeoffs.append(_bound(z, attr, known, task_labels, results, task_lipschitz))
     finally:
+        jobs.close()
         bar.close()
     run_config: dict[str, Any] = {
         "attacks": [p.name for p in pairings],
@@ -299,11 +324,13 @@ def audit(
     return AuditReport(results, tradeoffs, seeds, run_config)
 
 
-def _run_attack(
-    z, graph, attr, pairing, families, seeds, config, split, *, key, walk_mode
-) -> list[AttackResult]:
+def _submit_attack(
+    z, graph, attr, pairing, families, seeds, config, split, *, key, walk_mode, jobs
+) -> Callable[[], list[AttackResult]]:
+    """The fixed families on one attack: the walks here, the fits handed to ``jobs``;
+    returns the call that waits for them and assembles the cells."""
     train_nodes, train_targets, test_nodes, test_targets = split
-    metrics = {f: [] for f in families}
+    runs = []
     baselines, n_train, n_test, failures = [], [], [], []
     for s in range(seeds):
         base, ai, pi = key
@@ -338,7 +365,8 @@ def _run_attack(
             y_tr_np, y_te_np = y_tr_np.astype(np.int64), y_te_np.astype(np.int64)
         baselines.append(baseline_metrics(attr.kind, y_tr_np, y_te_np))
         for fi, family in enumerate(families):
-            pred = fit_and_predict(
+            fitted = jobs.submit(
+                fit_and_predict,
                 family,
                 attr.kind,
                 attr.num_outputs,
@@ -348,8 +376,7 @@ def _run_attack(
                 seed=derive_seed(base, "attack", ai, pi, s, fi + 2),
                 config=config,
             )
-            scores = None if pred.scores is None else _numpy(pred.scores)
-            metrics[family].append(attack_metrics(attr.kind, y_te_np, _numpy(pred.pred), scores))
+            runs.append((family, y_te_np, fitted))
     baseline = mean_metrics(baselines)
     reads = "z_v" if pairing.hops == 0 else f"z_w, w = a {pairing.name} partner of v"
     settings = {
@@ -359,20 +386,29 @@ def _run_attack(
         "batch_size": config.batch_size,
         "lr": config.lr,
     }
-    return [
-        cell_result(
-            attr,
-            pairing.name,
-            family,
-            metrics[family],
-            baseline,
-            np.mean(n_train),
-            np.mean(n_test),
-            np.mean(failures),
-            {**settings, **({"hidden": list(config.hidden)} if family == "mlp" else {})},
-        )
-        for family in families
-    ]
+
+    def results() -> list[AttackResult]:
+        metrics = {f: [] for f in families}
+        for family, y_te_np, fitted in runs:
+            pred = fitted.result()
+            scores = None if pred.scores is None else _numpy(pred.scores)
+            metrics[family].append(attack_metrics(attr.kind, y_te_np, _numpy(pred.pred), scores))
+        return [
+            cell_result(
+                attr,
+                pairing.name,
+                family,
+                metrics[family],
+                baseline,
+                np.mean(n_train),
+                np.mean(n_test),
+                np.mean(failures),
+                {**settings, **({"hidden": list(config.hidden)} if family == "mlp" else {})},
+            )
+            for family in families
+        ]
+
+    return results
 
 
 def _bound(z, attr, known, task_labels, results, lipschitz) -> TradeoffBound:

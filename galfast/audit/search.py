@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast.audit.jobs import seeded_init
 from galfast.audit.metrics import PRIMARY_METRIC, attack_metrics, higher_is_stronger
 from galfast.audit.minibatches import adam, shuffled_batches
 from galfast.gal.adversary_losses import tv_loss
@@ -194,8 +195,7 @@ def fit_head(
         yf, yv = (y_fit - y_mean) / y_std, (y_val - y_mean) / y_std
     weights = _class_weights(kind, y_fit, num_outputs) if config.balanced else None
     hidden = (config.width,) * config.depth
-    with torch.random.fork_rng(devices=[]):
-        torch.random.default_generator.manual_seed(seed)
+    with seeded_init(seed):
         model = AttackerMLP(xf.size(1), num_outputs, hidden).to(xf.device, xf.dtype)
     optimizer = adam(model.parameters(), config.lr, config.weight_decay)
     gen = seeded_generator(seed)

@@ -6,7 +6,7 @@ of the attacker's training nodes and scored on the test nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 import numpy as np
 from torch import Tensor
@@ -14,6 +14,7 @@ from torch import Tensor
 from galfast.audit.cells import cell_result
 from galfast.audit.classic import CLASSIC_FAMILIES, fit_classic, supports
 from galfast.audit.graph_views import GRAPH_FAMILIES, describe_view, graph_view
+from galfast.audit.jobs import Jobs
 from galfast.audit.metrics import (
     PRIMARY_METRIC,
     attack_metrics,
@@ -36,6 +37,7 @@ __all__ = [
     "applies",
     "make_folds",
     "run_strong_attack",
+    "submit_strong_attack",
 ]
 
 NODE_FAMILIES = ("tuned-mlp",)
@@ -92,12 +94,34 @@ def run_strong_attack(
     cache: dict,
 ) -> list[AttackResult]:
     """Every strong family in ``families`` that applies to ``hops``, on one attack."""
+    return submit_strong_attack(
+        z, graph, attr, attack, hops, families, split, search, key=key, cache=cache,
+        jobs=Jobs(1, 1),
+    )()  # fmt: skip
+
+
+def submit_strong_attack(
+    z: Tensor,
+    graph,
+    attr,
+    attack: str,
+    hops: int,
+    families: list[str],
+    split: StrongSplit,
+    search: SearchConfig,
+    *,
+    key: tuple[int, int, int],
+    cache: dict,
+    jobs: Jobs,
+) -> Callable[[], list[AttackResult]]:
+    """:func:`run_strong_attack` with its fits handed to ``jobs``: returns the call that
+    waits for them and assembles the results."""
     base, ai, pi = key
     kind = attr.kind
     y_train, y_test = _numpy(split.train_targets, kind), _numpy(split.test_targets, kind)
     baseline = baseline_metrics(kind, y_train, y_test)
     baseline = {k: v for k, v in baseline.items() if v is not None}
-    out = []
+    pending = []
     for family in families:
         if not applies(family, hops) or not supports(family, kind, attr.num_outputs):
             continue
@@ -109,23 +133,31 @@ def run_strong_attack(
         # (seed, counters) of derive_seed: keyed by the family's name, not its position.
         cell_key = (base, ai, pi, STRONG_FAMILIES.index(family))
         if family in CLASSIC_FAMILIES:
-            per_seed, config = _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key)
+            cell = _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key, jobs)
         else:
-            per_seed, config = _tuned_cell(attr, x_train, split, x_test, y_test, search, cell_key)
-        out.append(
-            cell_result(
-                attr,
-                attack,
-                family,
-                per_seed,
-                baseline,
-                split.train_nodes.numel(),
-                split.test_nodes.numel(),
-                0.0,
-                {"reads": view, **config},
+            cell = _tuned_cell(attr, x_train, split, x_test, y_test, search, cell_key, jobs)
+        pending.append((family, view, cell))
+
+    def results() -> list[AttackResult]:
+        out = []
+        for family, view, cell in pending:
+            per_seed, config = cell()
+            out.append(
+                cell_result(
+                    attr,
+                    attack,
+                    family,
+                    per_seed,
+                    baseline,
+                    split.train_nodes.numel(),
+                    split.test_nodes.numel(),
+                    0.0,
+                    {"reads": view, **config},
+                )
             )
-        )
-    return out
+        return out
+
+    return results
 
 
 def _metrics(kind: str, y_test: np.ndarray, pred, scores: Optional[np.ndarray]):
@@ -140,62 +172,84 @@ def _seed(cell_key: tuple[int, ...], seed_index: int, trial: int) -> int:
     return derive_seed(cell_key[0], "audit_attacker", *cell_key[1:], seed_index, trial)
 
 
-def _tuned_cell(attr, x_train, split, x_test, y_test, search, cell_key):
+def _tuned_cell(attr, x_train, split, x_test, y_test, search, cell_key, jobs):
     kind, outputs = attr.kind, attr.num_outputs
     y = split.train_targets
     candidates = candidate_configs(
         search.trials, kind, derive_seed(cell_key[0], "audit_search", *cell_key[1:])
     )
-    per_seed, epochs, best, best_fit = [], [], None, None
-    for s, (fit, val) in enumerate(split.folds):
-        if s == 0:
-            # The search: every candidate on seed 0's validation fold; the winner's run is
-            # seed 0's attacker.
-            for ci, config in enumerate(candidates):
-                fitted = fit_head(
-                    config, kind, outputs, x_train[fit], y[fit], x_train[val], y[val],
-                    seed=_seed(cell_key, 0, ci), search=search,
-                )  # fmt: skip
-                if best_fit is None or fitted.val_score > best_fit.val_score:
-                    best, best_fit = config, fitted
-            fitted = best_fit
-        else:
-            fitted = fit_head(
-                best, kind, outputs, x_train[fit], y[fit], x_train[val], y[val],
-                seed=_seed(cell_key, s, 0), search=search,
-            )  # fmt: skip
-        epochs.append(fitted.epochs)
-        pred, scores = fitted.predict(x_test)
-        per_seed.append(_metrics(kind, y_test, pred, scores))
-    config = {
-        **best.as_dict(),
-        "val_score": best_fit.val_score,
-        "trials": len(candidates),
-        "mean_epochs": float(np.mean(epochs)),
-    }
-    return per_seed, config
+
+    def fit(config, s, trial):
+        fit_rows, val = split.folds[s]
+        return jobs.submit(
+            fit_head, config, kind, outputs, x_train[fit_rows], y[fit_rows], x_train[val],
+            y[val], seed=_seed(cell_key, s, trial), search=search,
+        )  # fmt: skip
+
+    # The search: every candidate on seed 0's validation fold; the winner's run is seed 0's
+    # attacker. The trials are independent, so they are all handed out at once.
+    trials = [fit(config, 0, ci) for ci, config in enumerate(candidates)]
+
+    def finish():
+        best, best_fit = None, None
+        for config, trial in zip(candidates, trials):
+            fitted = trial.result()
+            if best_fit is None or fitted.val_score > best_fit.val_score:
+                best, best_fit = config, fitted
+        later = [fit(best, s, 0) for s in range(1, len(split.folds))]
+        per_seed, epochs = [], []
+        for fitted in [best_fit, *(f.result() for f in later)]:
+            epochs.append(fitted.epochs)
+            pred, scores = fitted.predict(x_test)
+            per_seed.append(_metrics(kind, y_test, pred, scores))
+        config = {
+            **best.as_dict(),
+            "val_score": best_fit.val_score,
+            "trials": len(candidates),
+            "mean_epochs": float(np.mean(epochs)),
+        }
+        return per_seed, config
+
+    return finish
 
 
-def _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key):
+def _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key, jobs):
     xtr = x_train.detach().cpu().numpy()
     xte = x_test.detach().cpu().numpy()
     ytr = _numpy(split.train_targets, kind)
-    per_seed, config = [], None
 
     def score(y, pred, scores):
         metric = PRIMARY_METRIC[kind]
         value = attack_metrics(kind, y, pred, scores)[metric]
         return value if higher_is_stronger(metric) else -value
 
+    runs = []
     for s, (fit, val) in enumerate(split.folds):
         fit, val = fit.numpy(), val.numpy()
-        pred, scores, chosen = fit_classic(
-            family, kind, xtr[fit], ytr[fit], xtr[val], ytr[val], xte,
-            seed=_seed(cell_key, s, 0) % 2**31, score=score,
-        )  # fmt: skip
-        per_seed.append(_metrics(kind, y_test, pred, scores))
-        config = config or chosen
-    return per_seed, config
+        runs.append(
+            jobs.submit(
+                fit_classic,
+                family,
+                kind,
+                xtr[fit],
+                ytr[fit],
+                xtr[val],
+                ytr[val],
+                xte,
+                seed=_seed(cell_key, s, 0) % 2**31,
+                score=score,
+            )  # fmt: skip
+        )
+
+    def finish():
+        per_seed, config = [], None
+        for run in runs:
+            pred, scores, chosen = run.result()
+            per_seed.append(_metrics(kind, y_test, pred, scores))
+            config = config or chosen
+        return per_seed, config
+
+    return finish
 
 
 def make_folds(

@@ -1,0 +1,92 @@
+"""galfast.audit's fits on several threads (``workers``): the report is the one the fits give
+one after the other, whatever the thread count or order."""
+
+import threading
+
+import pytest
+import torch
+
+from galfast import Graph, SensitiveAttribute, audit
+from galfast.audit import SearchConfig
+from galfast.audit.jobs import Jobs, default_workers, seeded_init
+from galfast.models import AttackerMLP
+
+SEARCH = SearchConfig(trials=3, max_epochs=15, patience=3)
+
+
+def _case(n=160, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randint(2, (n,), generator=gen)
+    job = torch.randint(3, (n,), generator=gen)
+    z = torch.randn(n, 4, generator=gen)
+    z[:, 0] += a.float()
+    z[:, 1] += 0.7 * job.float()
+    edges = torch.randint(n, (2, 4 * n), generator=gen)
+    graph = Graph.from_edge_index(edges, n, symmetrize=True)
+    attrs = [
+        SensitiveAttribute("a", "binary", a),
+        SensitiveAttribute("job", "categorical", job, num_classes=3),
+    ]
+    return z, graph, attrs
+
+
+@pytest.mark.parametrize("strength", ["fast", "strong"])
+def test_reports_do_not_depend_on_workers(strength):
+    z, graph, attrs = _case()
+    kwargs = dict(
+        graph=graph, train_idx=torch.arange(110), test_idx=torch.arange(110, 160),
+        attacks=("node", "neighbor"), seeds=2, min_steps=30, epochs=2, strength=strength,
+        search=SEARCH, task_labels=attrs[0].values,
+    )  # fmt: skip
+    one = audit(z, attrs, workers=1, **kwargs).to_json()
+    assert audit(z, attrs, workers=3, **kwargs).to_json() == one
+
+
+def test_seeded_init_is_the_seeded_generator_and_leaves_it_alone():
+    torch.manual_seed(123)
+    state = torch.random.get_rng_state()
+    with seeded_init(5):
+        first = AttackerMLP(4, 2).net[0].weight.clone()
+    assert torch.equal(torch.random.get_rng_state(), state)
+    torch.manual_seed(5)
+    assert torch.equal(AttackerMLP(4, 2).net[0].weight, first)
+
+
+def test_seeded_init_holds_other_threads_back():
+    # The generator is global: a second thread's seeded_init waits until the first is done.
+    entered = threading.Event()
+
+    def other():
+        with seeded_init(2):
+            entered.set()
+
+    with seeded_init(1):
+        thread = threading.Thread(target=other)
+        thread.start()
+        assert not entered.wait(0.5)
+    thread.join()
+    assert entered.is_set()
+
+
+def test_jobs_return_in_order_and_raise_the_fits_error():
+    jobs = Jobs(2, 1)
+    try:
+        futures = [jobs.submit(pow, k, 2) for k in range(10)]
+        assert [f.result() for f in futures] == [k * k for k in range(10)]
+        failing = jobs.submit(int, "not a number")
+        with pytest.raises(ValueError, match="not a number"):
+            failing.result()
+    finally:
+        jobs.close()
+    # One worker: the call runs at once, and its error is raised right there.
+    with pytest.raises(ValueError, match="not a number"):
+        Jobs(1, 1).submit(int, "not a number")
+
+
+def test_bad_workers():
+    z, graph, attrs = _case(n=40)
+    base = dict(train_idx=torch.arange(30), test_idx=torch.arange(30, 40), attacks=("node",))
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="workers"):
+            audit(z, attrs[0], workers=bad, **base)
+    assert 1 <= default_workers() <= 2
