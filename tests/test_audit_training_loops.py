@@ -1,10 +1,12 @@
 """The audit's attacker training loops (multi-tensor Adam, one gather per epoch) give bitwise
 what the plain loops in tests/ref_audit.py give, for every attribute kind and head shape."""
 
+import numpy as np
 import pytest
 import torch
 
 from galfast.audit.attackers import AttackerConfig, fit_and_predict
+from galfast.audit.metrics import PRIMARY_METRIC, attack_metrics, primary_metric
 from galfast.audit.minibatches import shuffled_batches
 from galfast.audit.search import HeadConfig, SearchConfig, fit_head
 from tests.ref_audit import ref_fit_and_predict, ref_fit_head
@@ -80,3 +82,28 @@ def test_shuffled_batches_are_the_gathered_batches(n):
     for (xb, yb), start in zip(got, starts):
         idx = order[start : start + 64]
         assert torch.equal(xb, x[idx]) and torch.equal(yb, y[idx])
+
+
+def _predictions(kind, seed):
+    gen = np.random.default_rng(seed)
+    n = 50
+    if kind == "continuous":
+        y = gen.normal(size=(n, 2))
+        return y, y + gen.normal(size=(n, 2))
+    if kind == "multilabel":
+        return gen.integers(0, 2, (n, 3)), gen.integers(0, 2, (n, 3))
+    classes = 2 if kind == "binary" else 4
+    y = gen.integers(0, classes, n)
+    if seed == 1:
+        y[:] = 1  # one class in y
+    pred = gen.integers(0, classes + (kind == "categorical"), n)  # a class absent from y
+    return y, pred
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_primary_metric_is_the_reports(kind, seed):
+    y, pred = _predictions(kind, seed)
+    scores = np.linspace(0, 1, len(y)) if kind == "binary" else None
+    want = attack_metrics(kind, y, pred, scores)[PRIMARY_METRIC[kind]]
+    assert primary_metric(kind, y, pred) == want

@@ -54,7 +54,7 @@ def fit_classic(
 ) -> tuple[np.ndarray, Optional[np.ndarray], dict[str, Any]]:
     """Fits ``family`` (``"knn"`` or ``"hgb"``) and predicts the test rows; returns
     ``(pred, binary scores, chosen configuration with its validation score)``. ``score(y,
-    pred, scores)`` is the primary metric (larger = stronger) used to choose on validation."""
+    pred)`` is the primary metric (larger = stronger) used to choose on validation."""
     xf, xv, xt = _standardise(x_fit, x_val, x_test)
     regress = kind == "continuous"
     if family == "knn":
@@ -63,7 +63,7 @@ def fit_classic(
             k = min(k, len(xf))
             cls = KNeighborsRegressor if regress else KNeighborsClassifier
             model = cls(n_neighbors=k, weights="distance").fit(xf, y_fit)
-            val = score(y_val, model.predict(xv), _scores(model, xv, kind))
+            val = score(y_val, model.predict(xv))
             if best is None or val > best[0]:
                 best = (val, k)
         val, k = best
@@ -92,7 +92,7 @@ def fit_classic(
             options["class_weight"] = "balanced"
             model = HistGradientBoostingClassifier(random_state=seed, **options)
         model.fit(xf, y_fit, X_val=xv, y_val=y_val)
-        val = score(y_val, model.predict(xv), _scores(model, xv, kind))
+        val = score(y_val, model.predict(xv))
         config = {**options, "iterations": int(model.n_iter_)}
     pred = model.predict(xt)
     if regress:

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from galfast.audit.jobs import seeded_init
-from galfast.audit.metrics import PRIMARY_METRIC, attack_metrics, higher_is_stronger
+from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger, primary_metric
 from galfast.audit.minibatches import adam, shuffled_batches
 from galfast.gal.adversary_losses import tv_loss
 from galfast.gal.seeding import seeded_generator
@@ -162,14 +162,8 @@ def _numpy_targets(kind: str, y: Tensor) -> np.ndarray:
 
 def primary_score(kind: str, y: Tensor, pred: Tensor, scores: Optional[Tensor]) -> float:
     """The primary metric of ``pred`` against ``y``, signed so that larger = stronger."""
-    metric = PRIMARY_METRIC[kind]
-    value = attack_metrics(
-        kind,
-        _numpy_targets(kind, y),
-        pred.detach().cpu().numpy(),
-        None if scores is None else scores.detach().cpu().numpy(),
-    )[metric]
-    return value if higher_is_stronger(metric) else -value
+    value = primary_metric(kind, _numpy_targets(kind, y), pred.detach().cpu().numpy())
+    return value if higher_is_stronger(PRIMARY_METRIC[kind]) else -value
 
 
 def fit_head(

@@ -20,6 +20,7 @@ from galfast.audit.metrics import (
     attack_metrics,
     baseline_metrics,
     higher_is_stronger,
+    primary_metric,
 )
 from galfast.audit.report import AttackResult
 from galfast.audit.search import (
@@ -218,10 +219,9 @@ def _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key, jobs):
     xte = x_test.detach().cpu().numpy()
     ytr = _numpy(split.train_targets, kind)
 
-    def score(y, pred, scores):
-        metric = PRIMARY_METRIC[kind]
-        value = attack_metrics(kind, y, pred, scores)[metric]
-        return value if higher_is_stronger(metric) else -value
+    def score(y, pred):
+        value = primary_metric(kind, y, pred)
+        return value if higher_is_stronger(PRIMARY_METRIC[kind]) else -value
 
     runs = []
     for s, (fit, val) in enumerate(split.folds):
