@@ -7,7 +7,7 @@ import torch
 
 from galfast.audit.attackers import AttackerConfig, fit_and_predict
 from galfast.audit.metrics import PRIMARY_METRIC, attack_metrics, primary_metric
-from galfast.audit.minibatches import shuffled_batches
+from galfast.audit.minibatches import Adam, shuffled_batches
 from galfast.audit.search import HeadConfig, SearchConfig, fit_head
 from tests.ref_audit import ref_fit_and_predict, ref_fit_head
 
@@ -107,3 +107,24 @@ def test_primary_metric_is_the_reports(kind, seed):
     scores = np.linspace(0, 1, len(y)) if kind == "binary" else None
     want = attack_metrics(kind, y, pred, scores)[PRIMARY_METRIC[kind]]
     assert primary_metric(kind, y, pred) == want
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("weight_decay", [0.0, 1e-3])
+def test_adam_is_torch_adam(dtype, weight_decay):
+    gen = torch.Generator().manual_seed(5)
+    start = [torch.randn(7, 3, generator=gen, dtype=dtype), torch.randn(3, dtype=dtype)]
+    ours = [p.clone().requires_grad_() for p in start]
+    theirs = [p.clone().requires_grad_() for p in start]
+    mine = Adam(ours, lr=0.03, weight_decay=weight_decay)
+    torchs = torch.optim.Adam(theirs, lr=0.03, weight_decay=weight_decay)
+    for step in range(25):
+        x = torch.randn(5, 7, generator=gen, dtype=dtype)
+        for params, opt in ((ours, mine), (theirs, torchs)):
+            opt.zero_grad()
+            out = x @ params[0]
+            if step % 4:  # the bias gets no gradient every fourth step
+                out = out + params[1]
+            (out**2).mean().backward()
+            opt.step()
+        assert all(torch.equal(a, b) for a, b in zip(ours, theirs)), step
