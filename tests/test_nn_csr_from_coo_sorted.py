@@ -60,3 +60,30 @@ def test_sorted_input_is_not_sorted_again():
     with _RecordSorts() as mode:
         csr_from_coo(rows, cols, 30)
     assert mode.sorts == 1
+
+
+def test_removing_self_loops_from_a_graph_neither_sorts_nor_masks_thrice():
+    from galfast import Graph
+    from galfast.nn.norm import self_loops_removed
+
+    gen = torch.Generator().manual_seed(1)
+    edges = torch.randint(0, 25, (2, 300), generator=gen)
+    edges[:, :20] = torch.arange(20).repeat(2, 1)  # self loops
+    graph = Graph.from_edge_index(edges, 25)
+
+    class RecordOps(TorchDispatchMode):
+        names: list = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(func.__name__.split(".")[0])
+            return func(*args, **(kwargs or {}))
+
+    with RecordOps() as mode:
+        derived, source = self_loops_removed(graph)
+    assert "sort" not in mode.names and mode.names.count("nonzero") == 1
+    keep = graph.row != graph.col
+    assert torch.equal(source, torch.arange(graph.num_edges)[keep])
+    assert torch.equal(derived.col, graph.col[keep]) and torch.equal(derived.row, graph.row[keep])
+    assert torch.equal(
+        derived.rowptr[1:] - derived.rowptr[:-1], torch.bincount(graph.row[keep], minlength=25)
+    )
