@@ -118,6 +118,8 @@ class EmbeddingEncoder(nn.Module):
         rows = self.embedding.num_embeddings
         if ids.device.type != "cpu" or ids.dim() != 1 or ids.numel() != rows:
             return False
+        if torch.compiler.is_compiling():
+            return False  # reading values would break the traced graph: gather, as before
         checked = self.__dict__.get("_checked_ids")
         if checked is not None and checked[0] is ids and checked[1] == ids._version:
             return True

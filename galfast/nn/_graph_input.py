@@ -94,6 +94,8 @@ def _sorted_by_row_then_col(rows: Tensor, cols: Tensor) -> bool:
     """The edges are in (row, col) order already (ties allowed)."""
     if rows.numel() < 2:
         return True
+    if torch.compiler.is_compiling():
+        return False  # reading values would break the traced graph: sort, as before
     step = rows[1:] - rows[:-1]
     return bool(((step > 0) | ((step == 0) & (cols[1:] >= cols[:-1]))).all())
 
