@@ -88,3 +88,44 @@ def test_symmetric_degrees_take_the_gcn_form_and_agree_with_the_weighted_form():
     fast = -galfast.ops.aggregate(cheb_gcn_form(symmetric), x, norm="gcn")
     target, off, diag = cheb_norm(symmetric)
     torch.testing.assert_close(fast, galfast.ops.aggregate(target, x, off) + diag[:, None] * x)
+
+
+@pytest.mark.parametrize("K", [2, 3, 4, 5])
+def test_gcn_form_puts_the_laplacian_sign_on_the_weights_bitwise(K):
+    # Issue 19: -aggregate(...) negated [N, F] features forward and backward every step; the
+    # sign now goes onto the odd terms' weights. The same output bit for bit, and the same
+    # gradient terms (for K > 2 autograd may add x's three terms in another order).
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from galfast.nn.norm import cheb_gcn_form
+
+    graph = galfast.Graph.from_edge_index(GRAPHS["random"][0], 20, symmetrize=True)
+    conv = ChebConv(8, 6, K=K)
+    x = _x(20).requires_grad_()
+    negated = []
+
+    class RecordNegations(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func is torch.ops.aten.neg.default:
+                negated.append(tuple(args[0].shape))
+            return func(*args, **(kwargs or {}))
+
+    with RecordNegations():
+        out = conv(x, graph)
+        out.backward(torch.ones_like(out))
+    # Only the recursion's "- Z_{k-2}" negates features (in backward), once per term k >= 2.
+    assert negated.count((20, 8)) == K - 2 and (20, 6) not in negated
+
+    x_ref = x.detach().clone().requires_grad_()
+    laplacian = lambda z: -galfast.ops.aggregate(cheb_gcn_form(graph), z, norm="gcn")  # noqa: E731
+    previous, current = x_ref, laplacian(x_ref)
+    ref = conv.lins[0](x_ref) + conv.lins[1](current)
+    for lin in conv.lins[2:]:
+        previous, current = current, 2.0 * laplacian(current) - previous
+        ref = ref + lin(current)
+    ref = ref + conv.bias
+    ref.backward(torch.ones_like(ref))
+    assert torch.equal(out, ref)
+    if K == 2:
+        assert torch.equal(x.grad, x_ref.grad)
+    torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-6, atol=1e-6)

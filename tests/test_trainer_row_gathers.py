@@ -47,3 +47,33 @@ def test_rating_batches_yield_the_indexed_ratings():
     key = lambda t: (t[0] * 50 + t[1]) * 10 + t[2]  # noqa: E731
     expected = torch.stack([pairs[0], pairs[1], ratings.long()])
     assert torch.equal(key(seen).sort().values, key(expected).sort().values)
+
+
+def test_rating_batches_gather_from_contiguous_storage_the_same_batches():
+    # Issue 19: the MovieLens setup passes ratings[:, :2].t() (a strided view); the batches
+    # hold one contiguous copy and gather with index_select, and yield exactly what
+    # indexing the original tensors yields.
+    gen = torch.Generator().manual_seed(3)
+    table = torch.stack(
+        [
+            torch.randint(0, 40, (500,), generator=gen),
+            torch.randint(40, 90, (500,), generator=gen),
+            torch.randint(1, 6, (500,), generator=gen),
+        ],
+        1,
+    )
+    pairs, ratings = table[:, :2].t(), table[:, 2]
+    assert not pairs.is_contiguous() and not ratings.is_contiguous()
+    batches = RatingBatches(pairs, ratings, levels=range(1, 6), batch_size=64)
+    assert batches.edge_index.is_contiguous() and batches.rating.is_contiguous()
+    torch.manual_seed(7)
+    got = list(batches)
+    torch.manual_seed(7)
+    order = torch.randperm(500)
+    assert len(got) == 8
+    for i, batch in enumerate(got):
+        idx = order[64 * i : 64 * (i + 1)]
+        assert torch.equal(batch.src, pairs[0, idx]) and torch.equal(batch.dst, pairs[1, idx])
+        assert torch.equal(batch.rating, ratings[idx].float())
+        assert torch.equal(batch.level, ratings[idx] - 1)
+        assert batch.src.is_contiguous() and batch.dst.is_contiguous()

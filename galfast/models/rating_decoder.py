@@ -8,6 +8,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast.models.bilinear_forms import bilinear_forms
+
 __all__ = ["BilinearRatingDecoder"]
 
 
@@ -64,7 +66,7 @@ class BilinearRatingDecoder(nn.Module):
         nn.init.xavier_uniform_(self.coefficients)
 
     def forward(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
-        per_basis = torch.einsum("bd,sde,be->bs", z_src, self.bases, z_dst)
+        per_basis = bilinear_forms(z_src, self.bases, z_dst)
         return per_basis @ self.coefficients.t()
 
     def expected_rating(self, logits: Tensor) -> Tensor:

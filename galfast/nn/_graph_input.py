@@ -72,16 +72,32 @@ def csr_from_coo(
     """The Graph with edges ``cols[e] -> rows[e]``, parallel edges kept, sorted by (row, col)
     with ties in input order; returns it and ``order``, the input position of each CSR edge."""
     num_src = num_nodes if num_src_nodes is None else num_src_nodes
-    order = lexsort([rows, cols], [num_nodes, num_src])
-    rows = rows[order]
+    if _sorted_by_row_then_col(rows, cols):
+        # E.g. a Graph's own edges less its self loops: the stable sort would keep every edge
+        # in place (a check of a few passes over E instead of sorting, 0.15 s at 1.8M edges).
+        order = torch.arange(rows.numel(), device=rows.device)
+        rows, cols = rows.clone(), cols.clone()  # the Graph owns its index tensors
+    else:
+        order = lexsort([rows, cols], [num_nodes, num_src])
+        rows, cols = rows[order], cols[order]
     # A fixed-size scatter rather than bincount, whose shape torch.compile cannot know.
     counts = torch.zeros(num_nodes, dtype=torch.long, device=rows.device)
     counts.scatter_add_(0, rows, torch.ones_like(rows))
     rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=rows.device)
     rowptr[1:] = torch.cumsum(counts, 0)
-    graph = Graph(rowptr, cols[order], num_nodes, num_src_nodes=num_src_nodes)
+    graph = Graph(rowptr, cols, num_nodes, num_src_nodes=num_src_nodes)
     graph.cached("row", lambda: rows)
     return graph, order
+
+
+def _sorted_by_row_then_col(rows: Tensor, cols: Tensor) -> bool:
+    """The edges are in (row, col) order already (ties allowed)."""
+    if rows.numel() < 2:
+        return True
+    if torch.compiler.is_compiling():
+        return False  # reading values would break the traced graph: sort, as before
+    step = rows[1:] - rows[:-1]
+    return bool(((step > 0) | ((step == 0) & (cols[1:] >= cols[:-1]))).all())
 
 
 def is_adjacency(obj: Any) -> bool:

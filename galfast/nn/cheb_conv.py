@@ -111,12 +111,15 @@ class ChebConv(FusedLayer):
         lambda_max = _per_node_lambda_max(lambda_max, batch, x.size(0))
         out = self.lins[0](x)
         if len(self.lins) > 1:
-            laplacian = self._laplacian(graph, weight, lambda_max, x.dtype)
-            previous, current = x, laplacian(x)
-            out = out + self.lins[1](current)
-            for lin in self.lins[2:]:
-                previous, current = current, 2.0 * laplacian(current) - previous
-                out = out + lin(current)
+            operator, negated = self._laplacian(graph, weight, lambda_max, x.dtype)
+            # With L = -A (negated), Z_k = (-1)^k Y_k where Y_k follows the same recursion
+            # with A: the signs go onto the weights of the odd terms. Bitwise the same output
+            # (negation is exact), without negating [N, F] features forward and backward.
+            previous, current = x, operator(x)
+            out = out + _signed_linear(self.lins[1], current, negated)
+            for k, lin in enumerate(self.lins[2:], start=2):
+                previous, current = current, 2.0 * operator(current) - previous
+                out = out + _signed_linear(lin, current, negated and k % 2 == 1)
         return out if self.bias is None else out + self.bias
 
     def _forward_block(self, x, block: Block, edge_weight, batch, lambda_max) -> Tensor:
@@ -142,22 +145,30 @@ class ChebConv(FusedLayer):
             out = out + self.lins[1](laplacian)
         return out if self.bias is None else out + self.bias
 
-    def _laplacian(self, graph: Graph, weight, lambda_max, dtype) -> Callable[[Tensor], Tensor]:
-        """z -> scaled Laplacian times z, by the cheapest exact route."""
+    def _laplacian(
+        self, graph: Graph, weight, lambda_max, dtype
+    ) -> tuple[Callable[[Tensor], Tensor], bool]:
+        """(op, negated): z -> scaled Laplacian times z (or minus it when ``negated``), by the
+        cheapest exact route."""
         fast = cheb_gcn_form(graph, weight, normalization=self.normalization, lambda_max=lambda_max)
         if fast is not None:
-            return lambda z: -aggregate(fast, z, norm="gcn")
+            return (lambda z: aggregate(fast, z, norm="gcn")), True
         target, off, diag = cheb_norm(
             graph, weight, normalization=self.normalization, lambda_max=lambda_max, dtype=dtype
         )
         diag = diag.to(dtype).unsqueeze(-1)
-        return lambda z: aggregate(target, z, off) + diag * z
+        return (lambda z: aggregate(target, z, off) + diag * z), False
 
     def extra_repr(self) -> str:
         return (
             f"{self.in_channels}, {self.out_channels}, K={len(self.lins)}, "
             f"normalization={self.normalization}"
         )
+
+
+def _signed_linear(lin: torch.nn.Module, h: Tensor, negated: bool) -> Tensor:
+    """``lin(h)``, or ``-lin(h)`` by negating the (bias-free) weight instead of ``[N, F]``."""
+    return torch.nn.functional.linear(h, -lin.weight) if negated else lin(h)
 
 
 def _per_node_lambda_max(lambda_max: Any, batch: Optional[Tensor], num_nodes: int) -> Any:

@@ -31,7 +31,9 @@ def _derive(graph: Graph, add_loops: bool) -> tuple[Graph, Tensor]:
     row, col, n = graph.row, graph.col, graph.num_nodes
     position = torch.arange(graph.num_edges, device=graph.device)
     is_loop = row == col
-    rows, cols, source = row[~is_loop], col[~is_loop], position[~is_loop]
+    # One nonzero for the three gathers (a boolean index runs its own per tensor).
+    source = (~is_loop).nonzero().view(-1)
+    rows, cols = row.index_select(0, source), col.index_select(0, source)
     if add_loops:
         looped = min(n, graph.num_src_nodes)
         nodes = torch.arange(looped, device=graph.device)

@@ -68,7 +68,7 @@ class GraphHead(nn.Module):
 
 def classification_loss(pred: Tensor, batch: Any) -> Tensor:
     """Cross-entropy of ``[B, C]`` scores against ``batch.y`` class ids (node or graph batches)."""
-    return F.cross_entropy(pred, batch.y)
+    return _cross_entropy(pred, batch.y)
 
 
 def regression_loss(pred: Tensor, batch: Any) -> Tensor:
@@ -83,7 +83,32 @@ def link_loss(pred: Tensor, batch: Any) -> Tensor:
 
 def rating_cross_entropy(logits: Tensor, batch: Any) -> Tensor:
     """Cross-entropy of ``[B, R]`` rating-level scores against ``batch.level`` (GC-MC)."""
-    return F.cross_entropy(logits, batch.level)
+    return _cross_entropy(logits, batch.level)
+
+
+def _cross_entropy(scores: Tensor, target: Tensor) -> Tensor:
+    """``F.cross_entropy(scores, target)`` for ``[B, C]`` scores and ``[B]`` class ids.
+
+    ATen's CPU log-softmax over a last dimension shorter than one SIMD vector runs a scalar
+    loop per row (MovieLens: C = 5 levels, 8,192 rows, 1.3 ms forward + backward a step). The
+    same loss over the transposed scores, ``[1, C, B]`` with a ``[1, B]`` target, takes the
+    softmax across rows, vectorised over B: the same mean of the same per-row terms, 4-5x
+    faster for C below the vector width, slower above it."""
+    if (
+        scores.dim() == 2
+        and scores.device.type == "cpu"
+        and scores.size(1) < _cpu_vector_floats()
+        and isinstance(target, Tensor)
+        and target.dim() == 1
+        and not target.is_floating_point()
+    ):
+        return F.cross_entropy(scores.t().unsqueeze(0), target.unsqueeze(0))
+    return F.cross_entropy(scores, target)
+
+
+def _cpu_vector_floats() -> int:
+    """Floats per SIMD vector of ATen's CPU kernels (16 with AVX-512, else 8)."""
+    return 16 if "AVX512" in torch.backends.cpu.get_cpu_capability() else 8
 
 
 def rating_mse(pred: Tensor, batch: Any) -> Tensor:
