@@ -60,8 +60,9 @@ std::vector<float> randn(int64_t count, std::mt19937& gen) {
   return v;
 }
 
-// The backward's passes of this kernel version, each alone (for_each_row as in backward()).
-void time_passes(const galfast::GatBackwardParams& p, int rounds) {
+// The backward's passes of this kernel version, each alone (as backward_passes runs them).
+template <int kHeads>
+void time_passes_for(const galfast::GatBackwardParams& p, int rounds) {
   using namespace galfast;
   using namespace galfast::avx2;
   const AttentionDropout drop(p.dropout, p.seed);
@@ -69,15 +70,31 @@ void time_passes(const galfast::GatBackwardParams& p, int rounds) {
   std::vector<float> terms(p.num_rows * 3 * p.heads);
   measure("pass_delta", rounds, [&] {
     for_each_row(p.rowptr, p.num_rows, none,
-                 [&](int64_t i) { backward_delta_row<float>(p, terms.data(), i); });
+                 [&](int64_t i) { backward_delta_row<float, kHeads>(p, terms.data(), i); });
   });
   measure("pass_columns", rounds, [&] {
     for_each_row(p.colptr, p.num_cols, none,
-                 [&](int64_t j) { backward_col<float>(p, drop, terms.data(), j); });
+                 [&](int64_t j) { backward_col<float, kHeads>(p, drop, terms.data(), j); });
   });
   measure("pass_dst_rows", rounds, [&] {
-    for_each_row(p.rowptr, p.num_rows, none, [&](int64_t i) { backward_dst_row<float>(p, i); });
+    for_each_row(p.rowptr, p.num_rows, none,
+                 [&](int64_t i) { backward_dst_row<float, kHeads>(p, i); });
   });
+}
+
+void time_passes(const galfast::GatBackwardParams& p, int rounds) {
+  switch (p.heads) {
+    case 1:
+      return time_passes_for<1>(p, rounds);
+    case 2:
+      return time_passes_for<2>(p, rounds);
+    case 4:
+      return time_passes_for<4>(p, rounds);
+    case 8:
+      return time_passes_for<8>(p, rounds);
+    default:
+      return time_passes_for<0>(p, rounds);
+  }
 }
 }  // namespace
 
