@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "common/lane_sums.h"
@@ -58,18 +59,19 @@ template <typename T, int kTile, bool kDots>
 void tile_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, int64_t w_stride,
                int64_t f0, T* __restrict out, const T* __restrict other, T* __restrict parts) {
   // The dots read the tile as kFull whole vectors and, when kTile is not a multiple of the
-  // lanes (floats: 4 left over), one more: the tile's last kLanes elements (overlapping the
-  // previous vector) against a vector of `other` whose overlapped lanes are 0, or, in a tile
-  // of 4 floats, those 4 in the low half.
+  // lanes, then either the tile's last kLanes elements (overlapping the previous vector)
+  // against a vector of `other` whose overlapped lanes are 0, or (a tile of 4 floats) those 4
+  // in the low half; a tile of 1-3 elements (the last features) is summed as scalars.
   constexpr int kLanes = kLaneCount<T>, kFull = kTile / kLanes, kRest = kTile % kLanes;
-  static_assert(kRest == 0 || (kRest == 4 && kLanes == 8), "tiles are multiples of 4 floats");
+  constexpr bool kOverlap = kRest > 0 && kFull > 0, kHalf = kRest == 4 && kFull == 0;
+  static_assert(kRest == 0 || kOverlap || kHalf || kTile < 4, "tiles: 1-3 or multiples of 4");
   T acc[kTile] = {};
   LaneVec<T> o[kFull + 1] = {};
   if constexpr (kDots) {
     for (int c = 0; c < kFull; ++c) lane_load(o[c], other + f0 + c * kLanes);
-    if constexpr (kRest > 0 && kFull > 0) {
+    if constexpr (kOverlap) {
       for (int l = kLanes - kRest; l < kLanes; ++l) o[kFull][l] = other[f0 + kTile - kLanes + l];
-    } else if constexpr (kRest > 0) {
+    } else if constexpr (kHalf) {
       lane_load_low_half(o[0], other + f0);
     }
   }
@@ -78,17 +80,24 @@ void tile_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, i
     const T* __restrict r = rows.at(d) + f0;
     const T wd = w[d * w_stride];
     for (int t = 0; t < kTile; ++t) acc[t] += wd * r[t];
-    if constexpr (kDots) {
+    if constexpr (kDots && kTile < 4) {
+      // Added to lane 0 by a whole-vector load and store: lane_sums soon reloads the vector,
+      // and a 32-byte load over a pending 4-byte store stalls (store forwarding fails).
+      LaneVec<T> s;
+      lane_load(s, parts + d * kLanes);
+      for (int t = 0; t < kTile; ++t) s[0] += r[t] * other[f0 + t];
+      lane_store(parts + d * kLanes, s);
+    } else if constexpr (kDots) {
       LaneVec<T> s, x;
       lane_load(s, parts + d * kLanes);
       for (int c = 0; c < kFull; ++c) {
         lane_load(x, r + c * kLanes);
         s += x * o[c];
       }
-      if constexpr (kRest > 0 && kFull > 0) {
+      if constexpr (kOverlap) {
         lane_load(x, r + kTile - kLanes);
         s += x * o[kFull];
-      } else if constexpr (kRest > 0) {
+      } else if constexpr (kHalf) {
         lane_load_low_half(x, r);
         s += x * o[0];
       }
@@ -98,39 +107,27 @@ void tile_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, i
   for (int t = 0; t < kTile; ++t) out[f0 + t] = acc[t];
 }
 
-// tile_pass for the features [f0, F) left after the tiles (a run-time width).
-template <typename T, bool kDots>
-void rest_pass(const EdgeRows<T>& rows, int64_t degree, const T* __restrict w, int64_t w_stride,
-               int64_t f0, int64_t F, T* __restrict out, const T* __restrict other,
-               T* __restrict parts) {
-  std::fill(out + f0, out + F, T(0));
-  for (int64_t d = 0; d < degree; ++d) {
-    const T* __restrict r = rows.at(d);
-    const T wd = w[d * w_stride];
-    T s = T(0);
-    for (int64_t f = f0; f < F; ++f) {
-      out[f] += wd * r[f];
-      if constexpr (kDots) s += r[f] * other[f];
-    }
-    if constexpr (kDots) parts[d * kLaneCount<T>] += s;
-  }
-}
-
 // tile_pass over all F features: register tiles of 32 elements, then the tail's multiple of 4
 // (4 to 28) as one more tile, so F = 20 takes one pass over the edges rather than a 16 and a
-// 4, then the last 1-3 features. (A per-edge loop over all F features would keep the
-// accumulator in memory instead of registers.)
+// 4, then the last 1-3 features as a tile of their own. (A per-edge loop over all F features
+// would keep the accumulator in memory instead of registers.)
 template <typename T, bool kDots>
 void weighted_rows(const EdgeRows<T>& rows, int64_t degree, const T* w, int64_t w_stride, int64_t F,
                    T* out, const T* other, T* parts) {
-  int64_t f0 = 0;
-  for (; f0 + 32 <= F; f0 += 32) {
-    tile_pass<T, 32, kDots>(rows, degree, w, w_stride, f0, out, other, parts);
-  }
-  f0 += tail_tile(F - f0, [&](auto width) {
+  const auto pass = [&](int64_t f0, auto width) {
     tile_pass<T, decltype(width)::value, kDots>(rows, degree, w, w_stride, f0, out, other, parts);
-  });
-  if (f0 < F) rest_pass<T, kDots>(rows, degree, w, w_stride, f0, F, out, other, parts);
+  };
+  int64_t f0 = 0;
+  for (; f0 + 32 <= F; f0 += 32) pass(f0, std::integral_constant<int, 32>());
+  f0 += tail_tile(F - f0, [&](auto width) { pass(f0, width); });
+  switch (F - f0) {
+    case 3:
+      return pass(f0, std::integral_constant<int, 3>());
+    case 2:
+      return pass(f0, std::integral_constant<int, 2>());
+    case 1:
+      return pass(f0, std::integral_constant<int, 1>());
+  }
 }
 
 }  // namespace
