@@ -8,7 +8,11 @@ Graphs: the Cora- and PubMed-size graphs of bench/graphs.py and the synthetic Mo
 graph (``galfast.datasets.load("synthetic-movielens-1m")``), each with one self loop per
 node as GATConv adds them. Shapes are the papers' GAT layers (heads x features per head).
 Each timing is the minimum over ``--rounds`` runs of the process CPU time and of the wall
-time (they differ only with several threads).
+time (they differ only with several threads). ``--before CHECKOUT`` also builds that
+checkout's copy of the harness against its own kernel and runs the two alternately,
+``--repeats`` times per case, so load from other processes hits both alike:
+
+    python bench/gat_backward_passes.py --before /tmp/galfast-before --threads 1 2
 """
 
 from __future__ import annotations
@@ -66,14 +70,27 @@ def dump(graph: Graph, folder: Path) -> None:
         tensor.to(torch.int64).contiguous().numpy().tofile(folder / name)
 
 
-def build(work: Path) -> Path:
-    exe = work / "gat_passes"
+def build(checkout: Path, exe: Path) -> Path:
+    source = checkout / "bench" / "gat_passes.cpp"
     subprocess.run(
         ["g++", "-O3", "-fno-trapping-math", "-mavx2", "-mfma", "-fopenmp", "-std=c++17"]
-        + ["-I", str(ROOT / "csrc"), str(ROOT / "bench" / "gat_passes.cpp"), "-o", str(exe)],
+        + ["-I", str(checkout / "csrc"), str(source), "-o", str(exe)],
         check=True,
     )
     return exe
+
+
+def run(exe: Path, work: Path, sizes: list[int], threads: int, rounds: int) -> dict[str, float]:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), ROUNDS=str(rounds))
+    out = subprocess.run(
+        [str(exe), str(work), *map(str, sizes)], env=env, capture_output=True, text=True, check=True
+    ).stdout
+    times = {}
+    for line in out.split("\n"):
+        if line:
+            timing, cpu, wall = line.split()
+            times[timing] = (float(cpu), float(wall))
+    return times
 
 
 def main() -> None:
@@ -81,31 +98,33 @@ def main() -> None:
     parser.add_argument("--graphs", nargs="+", default=list(SHAPES), choices=list(SHAPES))
     parser.add_argument("--threads", nargs="+", type=int, default=[1])
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--before", type=Path, help="another checkout to time alternately")
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        exe = build(work)
-        print("graph | shape | threads | timing | cpu ms | wall ms")
+        builds = {"after" if args.before else "this": build(ROOT, work / "gat_passes")}
+        if args.before:
+            builds = {"before": build(args.before, work / "gat_passes_before"), **builds}
+        print("graph | shape | threads | build | timing | cpu ms | wall ms")
         for name in args.graphs:
             graph = looped_graph(name)
             dump(graph, work)
+            sizes = [graph.num_nodes, graph.num_edges]
             for heads, features in SHAPES[name]:
                 for threads in args.threads:
-                    env = dict(os.environ, OMP_NUM_THREADS=str(threads), ROUNDS=str(args.rounds))
-                    sizes = [graph.num_nodes, graph.num_edges, heads, features]
-                    run = subprocess.run(
-                        [str(exe), str(work), *map(str, sizes)],
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                        check=True,
-                    )
-                    for line in run.stdout.split("\n"):
-                        if line:
-                            timing, cpu, wall = line.split()
+                    best: dict[str, dict[str, tuple[float, float]]] = {b: {} for b in builds}
+                    for _ in range(args.repeats if args.before else 1):
+                        for label, exe in builds.items():
+                            times = run(exe, work, [*sizes, heads, features], threads, args.rounds)
+                            for timing, (cpu, wall) in times.items():
+                                old = best[label].get(timing, (float("inf"),) * 2)
+                                best[label][timing] = (min(old[0], cpu), min(old[1], wall))
+                    for label, times in best.items():
+                        for timing, (cpu, wall) in times.items():
                             print(
-                                f"{name} | {heads}x{features} | {threads} | {timing} | "
-                                f"{float(cpu):.3f} | {float(wall):.3f}",
+                                f"{name} | {heads}x{features} | {threads} | {label} | {timing} | "
+                                f"{cpu:.3f} | {wall:.3f}",
                                 flush=True,
                             )
 
