@@ -21,6 +21,7 @@ from ref_gat_aggregate import gat_aggregate_reference
 import galfast
 from galfast.nn._graph_input import graph_input
 from galfast.ops import gat_aggregate
+from galfast.ops.gat_aggregate import _gat_backward_op, _gat_forward_op
 
 GRAPHS = awkward_graphs()
 
@@ -106,6 +107,28 @@ def test_gradcheck_compiled_head_counts(heads, features):
     assert torch.autograd.gradcheck(
         lambda h, s, d, e: gat_aggregate(graph, h, s, d, e, negative_slope=0.3), inputs
     )
+
+
+@pytest.mark.parametrize("dropout,edge_term", [(0.3, False), (0.0, True)])
+def test_backward_refuses_an_out_of_range_csc_edge_id_where_it_reads_it(dropout, edge_term):
+    """csc_edge_id (each CSC slot's CSR position) is read for the dropout draw and the edge
+    term only, and checked there."""
+    graph = _graph("loops_duplicates")
+    (h, a_src, a_dst, *edge), _ = _inputs(graph, 2, 3, torch.float64, edge_term)
+    rowptr, col, (colptr, csc_row, edge_id), slot = (
+        graph.rowptr,
+        graph.col,
+        graph.csc,
+        graph.csc_slot,
+    )
+    args = [rowptr, col, colptr, csc_row, edge_id, slot, h.detach(), a_src.detach()]
+    args += [a_dst.detach(), edge[0].detach() if edge else None, 0.2, dropout, 7]
+    out, lse = _gat_forward_op(*args)
+    bad = edge_id.clone()
+    bad[3] = graph.num_edges
+    backward_args = [*args[:4], bad, *args[5:10], out, lse, torch.ones_like(out), 0.2, dropout, 7]
+    with pytest.raises((ValueError, RuntimeError), match="csc_edge_id"):
+        _gat_backward_op(*backward_args)
 
 
 _DETERMINISM_SCRIPT = """
