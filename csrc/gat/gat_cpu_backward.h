@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 
 #include "common/lane_sums.h"
 #include "common/prefetch.h"
