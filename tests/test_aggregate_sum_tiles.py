@@ -125,3 +125,20 @@ def test_blocks_use_their_own_int32_copies():
         out, aggregate_ref(block.num_dst, block.col, block.row, h, None, "mean")
     )
     assert torch.autograd.gradcheck(lambda h: block_aggregate(block, h, reduce="sum"), (h,))
+
+
+def test_a_first_call_under_torch_compile_makes_no_int32_copy():
+    # The copy's range check reads values on the host, which a fullgraph trace cannot do: the
+    # traced call reads the int64 indices.
+    g = _degrees_graph(30)
+    x = torch.randn(30, 6, dtype=torch.float64, requires_grad=True)
+    compiled = torch.compile(
+        lambda x: aggregate(g, x, norm="gcn").relu().sum(), fullgraph=True, backend="aot_eager"
+    )
+    value = compiled(x)
+    (grad,) = torch.autograd.grad(value, x)
+    x_ref = x.detach().requires_grad_()
+    want = _ref(g, x_ref, None, "sum", "gcn").relu().sum()
+    torch.testing.assert_close(value, want)
+    torch.testing.assert_close(grad, torch.autograd.grad(want, x_ref)[0])
+    assert ("int32", "col") not in g._cache

@@ -12,12 +12,16 @@
 // row_scale multiplies the finished row, not each edge; col_scale is folded into a pre-scaled
 // copy of x when the graph has enough edges per source to repay it. A feature count that is no
 // multiple of the vector width ends with one vector overlapping the tile before it (the shared
-// features are written twice), so no row needs a second, scalar pass.
+// features are written twice), so no row needs a second, scalar pass. The indices are read as
+// int32 where Python passes that copy (col32: half the bytes streamed per edge), and rows of x
+// are prefetched only when x is too big for L2 to hold it.
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -199,6 +203,19 @@ void sum_row(const SumRows<T, typename Kind::Index>& s, int64_t r) {
   }
 }
 
+// An uninitialised array of n T on whole cache lines (as torch aligns x: a 64-byte row then
+// spans one line, not two), freed by FreeDeleter.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <typename T>
+T* cache_aligned_array(int64_t n) {
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  void* p = std::aligned_alloc(kCacheLine, (bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
+  if (!p && bytes > 0) throw std::bad_alloc();
+  return static_cast<T*>(p);
+}
+
 // Whether pre-scaling x by col_scale (one multiply per source feature) costs less than the
 // per-edge gather and multiply it saves.
 inline bool fold_pays(const AggregateParams& p) {
@@ -216,10 +233,10 @@ void sum_rows_by(const AggregateParams& p, const Index* col, const CheckChunk& c
                       static_cast<const T*>(p.x),
                       static_cast<T*>(p.out),
                       p.num_features};
-  std::unique_ptr<T[]> scaled;
+  std::unique_ptr<T, FreeDeleter> scaled;
   if (fold_pays(p)) {
     const int64_t F = p.num_features;
-    scaled.reset(new T[p.num_cols * F]);
+    scaled.reset(cache_aligned_array<T>(p.num_cols * F));
     T* __restrict dst = scaled.get();
 #pragma omp parallel for schedule(static) num_threads(max_threads())
     for (int64_t c = 0; c < p.num_cols; ++c) {

@@ -358,7 +358,10 @@ def int32_index(structure: Any, name: str, index: Tensor) -> Optional[Tensor]:
     reads this copy instead: per edge it streams the index and gathers a row of x, so half the
     index bytes is a large part of the cost at small F (issue 19). The kernel checks the copy's
     values on every call, like any index; an edit of the int64 tensor behind its version counter
-    after the copy was made is not seen by the sum (as the walk's private adjacency)."""
+    after the copy was made is not seen by the sum (as the walk's private adjacency). None
+    while tracing: the range check reads the values on the host."""
+    if tracing():
+        return None
 
     def build():
         fits = index.numel() == 0 or (
