@@ -318,7 +318,8 @@ def apply_aggregate(
         x.requires_grad or (edge_weight is not None and edge_weight.requires_grad)
     )
     empty = _no_hub_rows(structure)
-    int32 = mode == _SUM and not on_cuda  # the CPU sum streams int32 indices where they fit
+    # The CPU sum streams int32 indices where they fit (made on the host: not while tracing).
+    int32 = mode == _SUM and not on_cuda and not traced
     col32 = int32_index(structure, "col", structure.col) if int32 else None
     if not traced and not wants_grad:
         hub_rows = structure.hub_rows() if on_cuda else empty
@@ -358,18 +359,16 @@ def int32_index(structure: Any, name: str, index: Tensor) -> Optional[Tensor]:
     reads this copy instead: per edge it streams the index and gathers a row of x, so half the
     index bytes is a large part of the cost at small F (issue 19). The kernel checks the copy's
     values on every call, like any index; an edit of the int64 tensor behind its version counter
-    after the copy was made is not seen by the sum (as the walk's private adjacency). None
-    while tracing: the range check reads the values on the host."""
-    if tracing():
-        return None
+    after the copy was made is not seen by the sum (as the walk's private adjacency). Not for
+    traced code: the range check reads the values on the host."""
+    return structure.cached(("int32", name), lambda: _int32_copy(index))
 
-    def build():
-        fits = index.numel() == 0 or (
-            int(index.min()) >= 0 and int(index.max()) <= torch.iinfo(torch.int32).max
-        )
-        return index.to(torch.int32) if fits else None
 
-    return structure.cached(("int32", name), build)
+def _int32_copy(index: Tensor) -> Optional[Tensor]:
+    fits = index.numel() == 0 or (
+        int(index.min()) >= 0 and int(index.max()) <= torch.iinfo(torch.int32).max
+    )
+    return index.to(torch.int32) if fits else None
 
 
 def _no_hub_rows(structure: Any) -> Tensor:
