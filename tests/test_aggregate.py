@@ -151,8 +151,12 @@ def test_opcheck():
     x = torch.randn(12, 5, dtype=torch.float64, requires_grad=True)
     w = torch.rand(g.num_edges, dtype=torch.float64, requires_grad=True)
     empty = g.rowptr.new_empty(0)
+    colptr, csc_row, csc_edge_id = g.csc
     for mode in (_C.AggMode.SUM, _C.AggMode.MAX):
-        args = (g.rowptr, g.col, g.row, empty, *g.csc, empty, x, w, None, None, int(mode))
+        int32 = mode == _C.AggMode.SUM  # int32 index copies only for the sum
+        col32, row32 = (g.col.int(), csc_row.int()) if int32 else (None, None)
+        graph = (g.rowptr, g.col, col32, g.row, empty, colptr, csc_row, row32, csc_edge_id, empty)
+        args = (*graph, x, w, None, None, int(mode))
         torch.library.opcheck(torch.ops.galfast.aggregate.default, args)
 
 
@@ -164,12 +168,12 @@ def test_opcheck_kernel_ops():
     w = torch.rand(g.num_edges, dtype=torch.float64)
     empty = g.rowptr.new_empty(0)
     _, arg = launch_aggregate(
-        g.rowptr, g.col, None, w, None, None, empty, x, None, int(_C.AggMode.MAX)
+        g.rowptr, g.col, None, None, w, None, None, empty, x, None, int(_C.AggMode.MAX)
     )
     assert arg.shape == (12, 5)
     csc = g.csc
     masked = (
-        *(csc.colptr, csc.row, csc.edge_id, w, None, None, empty, x, arg),
+        *(csc.colptr, csc.row, None, csc.edge_id, w, None, None, empty, x, arg),
         int(_C.AggMode.MASKED_SUM),
     )
     torch.library.opcheck(torch.ops.galfast.aggregate_kernel.default, masked)
@@ -225,8 +229,9 @@ def test_build_info_reports_the_build():
 )
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_every_feature_tiling_matches_reference(f, dtype):
-    # The CPU kernel splits F into register tiles of 256 and 128 bytes, one tile of the rest's
-    # multiple of 4 elements (4-28) and a remainder: every tail width is here.
+    # The CPU sum covers F with 256-byte register tiles, then one pass over the rest ending in
+    # a vector that overlaps the one before it (tests/test_aggregate_sum_tiles.py has every F
+    # to 40); max runs feature by feature.
     g = Graph.from_edge_index(random_edges(50, 400, seed=f), 50)
     x = torch.randn(50, f, dtype=dtype)
     tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {}

@@ -27,6 +27,7 @@ constexpr int64_t kHubDegree = 256;
 struct AggregateParams {
   const int64_t* rowptr = nullptr;    // [num_rows + 1]
   const int64_t* col = nullptr;       // [nnz]
+  const int32_t* col32 = nullptr;     // [nnz] col as int32 for the CPU sum, or null
   const int64_t* edge_id = nullptr;   // [nnz] or null
   const void* weight = nullptr;       // [nnz] by edge id, dtype of x, or null
   const void* row_scale = nullptr;    // [num_rows] accumulation type, or null

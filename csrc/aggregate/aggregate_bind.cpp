@@ -56,6 +56,7 @@ void bind_aggregate(py::module_& m) {
       .def_readwrite("dtype", &AggregateParams::dtype);
   pointer_field(agg, "rowptr", &AggregateParams::rowptr);
   pointer_field(agg, "col", &AggregateParams::col);
+  pointer_field(agg, "col32", &AggregateParams::col32);
   pointer_field(agg, "edge_id", &AggregateParams::edge_id);
   pointer_field(agg, "weight", &AggregateParams::weight);
   pointer_field(agg, "row_scale", &AggregateParams::row_scale);

@@ -43,7 +43,9 @@ inline EdgeRange checked_range(const char* kernel, const char* ptr_name, const i
 // Checks index[e] in [0, bound) for e in [begin, end): one branch-free pass that ORs the sign
 // bits of index[e] and bound - 1 - index[e] (plain integer ops, so it vectorises), then a search
 // for the culprit only when one is out.
-inline void check_indices(const char* kernel, const char* name, const int64_t* index, int64_t begin,
+// Index is int64_t or int32_t.
+template <typename Index>
+inline void check_indices(const char* kernel, const char* name, const Index* index, int64_t begin,
                           int64_t end, int64_t bound) {
   int64_t signs = 0;
   for (int64_t e = begin; e < end; ++e) signs |= index[e] | (bound - 1 - index[e]);

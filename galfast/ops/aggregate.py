@@ -33,6 +33,7 @@ def _aggregate_outputs(rowptr: Tensor, x: Tensor, mode: int) -> tuple[Tensor, Te
 def launch_aggregate(
     rowptr: Tensor,
     col: Tensor,
+    col32: Optional[Tensor],
     edge_id: Optional[Tensor],
     weight: Optional[Tensor],
     row_scale: Optional[Tensor],
@@ -43,10 +44,12 @@ def launch_aggregate(
     mode: int,
 ) -> tuple[Tensor, Tensor]:
     """out[r] = reduce_e w_e * x[col[e]] over CSR row r; returns (out, arg) where arg holds the
-    winning edge id for max and is empty otherwise (csrc/aggregate/aggregate.h)."""
+    winning edge id for max and is empty otherwise (csrc/aggregate/aggregate.h). `col32`, the
+    same indices as int32 or None, is what the CPU sum reads instead of `col` when given."""
     out, arg = _aggregate_outputs(rowptr, x, mode)
     p = _C.AggregateParams()
-    p.rowptr, p.col, p.edge_id = rowptr.data_ptr(), col.data_ptr(), ptr(edge_id)
+    p.rowptr, p.col, p.col32 = rowptr.data_ptr(), col.data_ptr(), ptr(col32)
+    p.edge_id = ptr(edge_id)
     p.weight, p.row_scale, p.col_scale = ptr(weight), ptr(row_scale), ptr(col_scale)
     p.x, p.out, p.arg, p.mask_arg = x.data_ptr(), out.data_ptr(), arg.data_ptr(), ptr(mask_arg)
     p.hub_rows, p.num_hub_rows = hub_rows.data_ptr(), hub_rows.numel()  # CUDA only
@@ -97,10 +100,12 @@ _edge_grad_op = kernel_op("edge_grad", launch_edge_grad, _edge_grad_outputs)
 def _aggregate_forward(
     rowptr: Tensor,
     col: Tensor,
+    col32: Optional[Tensor],
     row: Tensor,
     hub_rows: Tensor,
     colptr: Tensor,
     csc_row: Tensor,
+    csc_row32: Optional[Tensor],
     csc_edge_id: Tensor,
     csc_hub_rows: Tensor,
     x: Tensor,
@@ -111,7 +116,7 @@ def _aggregate_forward(
 ) -> tuple[Tensor, Tensor]:
     """The aggregate kernel on the graph; the other inputs (row, the transpose) are for backward."""
     return launch_aggregate(
-        rowptr, col, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
+        rowptr, col, col32, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
     )
 
 
@@ -127,10 +132,12 @@ def _backward(ctx, grad_out, _grad_arg):
     (
         rowptr,
         col,
+        _col32,
         row,
         _hub_rows,
         colptr,
         csc_row,
+        csc_row32,
         csc_edge_id,
         csc_hub_rows,
         x,
@@ -146,11 +153,12 @@ def _backward(ctx, grad_out, _grad_arg):
         (launch_aggregate, launch_edge_grad) if eager else (_aggregate_kernel_op, _edge_grad_op)
     )
     grad_x = grad_w = None
-    if ctx.needs_input_grad[8]:
+    if ctx.needs_input_grad[10]:
         # The same kernel on the transpose: source j gathers from its targets; scales swap sides.
         grad_x, _ = aggregate_kernel(
             colptr,
             csc_row,
+            None if is_max else csc_row32,
             csc_edge_id,
             edge_weight,
             col_scale,
@@ -160,17 +168,17 @@ def _backward(ctx, grad_out, _grad_arg):
             arg if is_max else None,
             _MASKED_SUM if is_max else _SUM,
         )
-    if edge_weight is not None and ctx.needs_input_grad[9]:
+    if edge_weight is not None and ctx.needs_input_grad[11]:
         grad_w = edge_grad(
             rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None
         )
-    return (None,) * 8 + (grad_x, grad_w, None, None, None)
+    return (None,) * 10 + (grad_x, grad_w, None, None, None)
 
 
 _aggregate_op.register_autograd(_backward, setup_context=_setup_context)
-# The eight graph tensors, which never need a gradient, travel as one tuple (see _eager.py).
+# The ten graph tensors, which never need a gradient, travel as one tuple (see _eager.py).
 _AggregateEager = eager_function(
-    _aggregate_forward, _setup_context, _backward, static=8, backward_only_outputs=True
+    _aggregate_forward, _setup_context, _backward, static=10, backward_only_outputs=True
 )
 
 
@@ -310,20 +318,25 @@ def apply_aggregate(
         x.requires_grad or (edge_weight is not None and edge_weight.requires_grad)
     )
     empty = _no_hub_rows(structure)
+    # The CPU sum streams int32 indices where they fit (made on the host: not while tracing).
+    int32 = mode == _SUM and not on_cuda and not traced
+    col32 = int32_index(structure, "col", structure.col) if int32 else None
     if not traced and not wants_grad:
         hub_rows = structure.hub_rows() if on_cuda else empty
         rowptr, col = structure.rowptr, structure.col
         return launch_aggregate(
-            rowptr, col, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
+            rowptr, col, col32, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
         )[0]
     colptr, csc_row, csc_edge_id = transpose_of(structure)
     graph_tensors = (
         structure.rowptr,
         structure.col,
+        col32,
         structure.row,
         structure.hub_rows() if on_cuda else empty,
         colptr,
         csc_row,
+        int32_index(structure, "csc_row", csc_row) if int32 else None,
         csc_edge_id,
         structure.hub_rows(transposed=True) if on_cuda else empty,
     )
@@ -337,6 +350,25 @@ def transpose_of(structure: Any) -> tuple[Tensor, Tensor, Tensor]:
     if isinstance(structure, Graph):
         return tuple(structure.csc)
     return structure.transpose()
+
+
+def int32_index(structure: Any, name: str, index: Tensor) -> Optional[Tensor]:
+    """`index` (the structure's int64 ``col`` or transposed ``row``, called `name`) as int32,
+    cached on the structure (a Graph or a Block: both immutable), or None when a value lies
+    outside [0, 2^31) (the kernel then reads and checks the int64 index). The CPU sum kernel
+    reads this copy instead: per edge it streams the index and gathers a row of x, so half the
+    index bytes is a large part of the cost at small F (issue 19). The kernel checks the copy's
+    values on every call, like any index; an edit of the int64 tensor behind its version counter
+    after the copy was made is not seen by the sum (as the walk's private adjacency). Not for
+    traced code: the range check reads the values on the host."""
+    return structure.cached(("int32", name), lambda: _int32_copy(index))
+
+
+def _int32_copy(index: Tensor) -> Optional[Tensor]:
+    fits = index.numel() == 0 or (
+        int(index.min()) >= 0 and int(index.max()) <= torch.iinfo(torch.int32).max
+    )
+    return index.to(torch.int32) if fits else None
 
 
 def _no_hub_rows(structure: Any) -> Tensor:

@@ -1,0 +1,284 @@
+// The CPU kernel of sum-mode aggregation (sum, mean and gcn), included by aggregate_cpu_impl.h
+// inside its instruction-set namespace.
+//
+// Thread mapping: one thread reduces a whole row (for_each_row's chunks); the features are
+// covered by register tiles of at most 256 bytes, one pass over the row's edges per tile.
+//
+// Why it is shaped this way (issue 19): with one set of accumulators per row, every edge's
+// FMA waits for the previous edge's (4 cycles), so narrow rows ran at one edge per 4+ cycles
+// however fast the gathers came. Each tile therefore keeps kSets independent accumulator sets,
+// edge k of a row going to set k % kSets, added together in a fixed tree at the end of the row:
+// the result depends only on the row's edges in CSR order, never on the thread count.
+// row_scale multiplies the finished row, not each edge; col_scale is folded into a pre-scaled
+// copy of x when the graph has enough edges per source to repay it. A feature count that is no
+// multiple of the vector width ends with one vector overlapping the tile before it (the shared
+// features are written twice), so no row needs a second, scalar pass. The indices are read as
+// int32 where Python passes that copy (col32: half the bytes streamed per edge), and rows of x
+// are prefetched only when x is too big for L2 to hold it.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+#include "aggregate/aggregate.h"
+#include "common/parallel.h"
+#include "common/prefetch.h"
+
+// GCC warns (baseline build) that a 32-byte vector returned by value changes the ABI without
+// AVX; every function here is inlined into its own translation unit, so no call crosses it.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wpsabi"
+
+namespace galfast {
+namespace GALFAST_CPU_ISA {
+namespace {
+
+// Bytes of one vector register of this build (how many accumulators fit is counted in them),
+// and the vector width the tiles are cut in (32 bytes in both builds, so both compile the
+// same tiles; the baseline build holds such a vector in two registers).
+#if defined(__AVX__)
+constexpr int kRegisterBytes = 32;
+#else
+constexpr int kRegisterBytes = 16;
+#endif
+constexpr int kVectorBytes = 32;
+constexpr int kMaxTileBytes = 256;
+
+// Accumulator sets for a tile of `registers` vector registers per edge: enough independent
+// FMA chains to cover the FMA latency (about 8 in flight), few enough to stay in registers.
+constexpr int sets_for(int registers) {
+  return registers >= 5 ? 1 : registers >= 3 ? 2 : registers == 2 ? 4 : 8;
+}
+
+// Calls f(std::integral_constant<int, I>()) for I = 0 .. N-1, each a compile-time constant (so
+// arrays indexed by it stay in registers).
+template <typename F, int... I>
+[[gnu::always_inline]] inline void unrolled(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>()), ...);
+}
+template <int N, typename F>
+[[gnu::always_inline]] inline void unroll(F&& f) {
+  unrolled(f, std::make_integer_sequence<int, N>());
+}
+
+// Calls f(std::integral_constant<int, I>()) for the I in [0, N] equal to n.
+template <int N, typename F, int... I>
+[[gnu::always_inline]] inline void dispatched(int64_t n, F&& f, std::integer_sequence<int, I...>) {
+  (void)((n == I ? (f(std::integral_constant<int, I>()), true) : false) || ...);
+}
+template <int N, typename F>
+[[gnu::always_inline]] inline void dispatch(int64_t n, F&& f) {
+  dispatched<N>(n, f, std::make_integer_sequence<int, N + 1>());
+}
+
+// What the sum kernel reads: the call's parameters with col_scale possibly folded into x, and
+// the column indices as Index (int64_t, or int32_t from col32: half the bytes streamed).
+template <typename T, typename Index>
+struct SumRows {
+  const int64_t* rowptr;
+  const Index* col;
+  const int64_t* edge_id;  // read only through a weight
+  const T* weight;         // by edge id, or null
+  const T* row_scale;      // applied to the finished row, or null
+  const T* col_scale;      // per edge, or null (absent or folded into x)
+  const T* x;
+  T* out;
+  int64_t num_features;
+};
+
+// Vector types of GCC's vector extension (one register of each width in the AVX2 build, two
+// or one in the baseline build), loaded and stored unaligned through memcpy. Vec<T, 1> is T.
+template <typename T, int kLanes>
+struct VecType {
+  typedef T type __attribute__((vector_size(kLanes * sizeof(T))));
+};
+template <typename T>
+struct VecType<T, 1> {
+  typedef T type;
+};
+template <typename T, int kLanes>
+using Vec = typename VecType<T, kLanes>::type;
+
+template <typename V>
+[[gnu::always_inline]] inline V load(const void* from) {
+  V v;
+  std::memcpy(&v, from, sizeof(V));
+  return v;
+}
+
+// The variant of the sum kernel: Index, whether edges carry a factor (weight and/or col_scale;
+// without one each edge is a plain add) and whether the rows of x kPrefetchEdges ahead are
+// prefetched (worth its instructions only when x does not fit in L2: kPrefetchFrom).
+template <typename T, typename IndexT, bool kFactorV, bool kPrefetchV>
+struct SumKind {
+  using Index = IndexT;
+  static constexpr bool kFactor = kFactorV, kPrefetch = kPrefetchV;
+};
+constexpr int64_t kPrefetchFrom = int64_t(1) << 20;  // bytes of x
+
+// Sums row r over kVecs vectors of kLanes features from f0 and, with kTail, one more vector
+// ending at the row's last feature, in one pass over the row's edges.
+template <typename T, typename Kind, int kLanes, int kVecs, bool kTail>
+[[gnu::always_inline]] inline void sum_tile(const SumRows<T, typename Kind::Index>& s, int64_t r,
+                                            int64_t f0) {
+  using V = Vec<T, kLanes>;
+  constexpr int kPieces = kVecs + (kTail ? 1 : 0);
+  constexpr int kPieceRegisters = sizeof(V) > kRegisterBytes ? sizeof(V) / kRegisterBytes : 1;
+  constexpr int kSets = sets_for(kPieces * kPieceRegisters);
+  const int64_t F = s.num_features, begin = s.rowptr[r], end = s.rowptr[r + 1];
+  // Piece j covers features [offset[j], offset[j] + kLanes).
+  int64_t offset[kPieces];
+  for (int j = 0; j < kVecs; ++j) offset[j] = f0 + j * kLanes;
+  if constexpr (kTail) offset[kVecs] = F - kLanes;
+  const T* __restrict x = s.x;
+  V acc[kSets][kPieces];
+  for (int set = 0; set < kSets; ++set) {
+    for (int j = 0; j < kPieces; ++j) acc[set][j] = V{};
+  }
+  const auto add_edge = [&](auto set, int64_t e) __attribute__((always_inline)) {
+    if (Kind::kPrefetch && e + kPrefetchEdges < end) {
+      const T* ahead = x + s.col[e + kPrefetchEdges] * F;
+      prefetch_span(ahead + f0, kVecs * kLanes);
+      if constexpr (kTail) prefetch_line(ahead + F - 1);
+    }
+    const T* __restrict xr = x + s.col[e] * F;
+    if constexpr (Kind::kFactor) {
+      const int64_t c = s.col[e];
+      T w = s.col_scale ? s.col_scale[c] : T(1);
+      if (s.weight) w *= s.weight[s.edge_id ? s.edge_id[e] : e];
+      for (int j = 0; j < kPieces; ++j) acc[set][j] += w * load<V>(xr + offset[j]);
+    } else {
+      for (int j = 0; j < kPieces; ++j) acc[set][j] += load<V>(xr + offset[j]);
+    }
+  };
+  int64_t e = begin;
+  for (; e + kSets <= end; e += kSets) unroll<kSets>([&](auto set) { add_edge(set, e + set); });
+  unroll<kSets - 1>([&](auto set) {
+    if (e + set < end) add_edge(set, e + set);
+  });
+  // Fixed pairwise tree over the sets: (0+1)+(2+3), ...
+  for (int step = 1; step < kSets; step *= 2) {
+    for (int set = 0; set + step < kSets; set += 2 * step) {
+      for (int j = 0; j < kPieces; ++j) acc[set][j] += acc[set + step][j];
+    }
+  }
+  T* __restrict out = s.out + r * F;
+  const T rs = s.row_scale ? s.row_scale[r] : T(1);
+  for (int j = 0; j < kPieces; ++j) {
+    const V v = rs * acc[0][j];
+    std::memcpy(out + offset[j], &v, sizeof(V));
+  }
+}
+
+// Row r: whole 256-byte tiles, then one pass over what is left (see the header comment).
+template <typename T, typename Kind>
+void sum_row(const SumRows<T, typename Kind::Index>& s, int64_t r) {
+  constexpr int kLanes = kVectorBytes / static_cast<int>(sizeof(T));
+  constexpr int kMaxVecs = kMaxTileBytes / kVectorBytes;
+  const int64_t F = s.num_features;
+  int64_t f0 = 0;
+  for (; F - f0 > kMaxVecs * kLanes; f0 += kMaxVecs * kLanes) {
+    sum_tile<T, Kind, kLanes, kMaxVecs, false>(s, r, f0);
+  }
+  const int64_t rest = F - f0;
+  if (F < kLanes / 2) {
+    // Narrower than half a vector: one scalar accumulator per feature (F = 1..3 in float).
+    dispatch<kLanes / 2 - 1>(F, [&](auto width) {
+      if constexpr (width > 0) sum_tile<T, Kind, 1, width, false>(s, r, 0);
+    });
+  } else if (F < kLanes) {
+    // Half a vector, and its overlapping twin when F is not exactly that.
+    if (F == kLanes / 2) return sum_tile<T, Kind, kLanes / 2, 1, false>(s, r, 0);
+    sum_tile<T, Kind, kLanes / 2, 1, true>(s, r, 0);
+  } else {
+    dispatch<kMaxVecs>(rest / kLanes, [&](auto vecs) {
+      if (rest % kLanes != 0) return sum_tile<T, Kind, kLanes, vecs, true>(s, r, f0);
+      if constexpr (vecs > 0) sum_tile<T, Kind, kLanes, vecs, false>(s, r, f0);
+    });
+  }
+}
+
+// An uninitialised array of n T on whole cache lines (as torch aligns x: a 64-byte row then
+// spans one line, not two), freed by FreeDeleter.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <typename T>
+T* cache_aligned_array(int64_t n) {
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  void* p = std::aligned_alloc(kCacheLine, (bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
+  if (!p && bytes > 0) throw std::bad_alloc();
+  return static_cast<T*>(p);
+}
+
+// Whether pre-scaling x by col_scale (one multiply per source feature) costs less than the
+// per-edge gather and multiply it saves.
+inline bool fold_pays(const AggregateParams& p) {
+  return p.col_scale && p.num_edges >= 2 * p.num_cols;
+}
+
+template <typename T, typename Index, typename CheckChunk>
+void sum_rows_by(const AggregateParams& p, const Index* col, const CheckChunk& check) {
+  SumRows<T, Index> s{p.rowptr,
+                      col,
+                      p.edge_id,
+                      static_cast<const T*>(p.weight),
+                      static_cast<const T*>(p.row_scale),
+                      static_cast<const T*>(p.col_scale),
+                      static_cast<const T*>(p.x),
+                      static_cast<T*>(p.out),
+                      p.num_features};
+  std::unique_ptr<T, FreeDeleter> scaled;
+  if (fold_pays(p)) {
+    const int64_t F = p.num_features;
+    scaled.reset(cache_aligned_array<T>(p.num_cols * F));
+    T* __restrict dst = scaled.get();
+#pragma omp parallel for schedule(static) num_threads(max_threads())
+    for (int64_t c = 0; c < p.num_cols; ++c) {
+      for (int64_t k = 0; k < F; ++k) dst[c * F + k] = s.col_scale[c] * s.x[c * F + k];
+    }
+    s.x = scaled.get();
+    s.col_scale = nullptr;
+  }
+  const bool factor = s.col_scale || s.weight;
+  const bool prefetch = p.num_cols * p.num_features * int64_t(sizeof(T)) > kPrefetchFrom;
+  const auto run = [&](auto kind) {
+    using Kind = decltype(kind);
+    for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { sum_row<T, Kind>(s, r); });
+  };
+  if constexpr (std::is_same_v<Index, int64_t> || std::is_same_v<T, double>) {
+    run(SumKind<T, Index, true, true>());  // the generic variant: see kReadsCol32
+  } else if (factor) {
+    prefetch ? run(SumKind<T, Index, true, true>()) : run(SumKind<T, Index, true, false>());
+  } else {
+    prefetch ? run(SumKind<T, Index, false, true>()) : run(SumKind<T, Index, false, false>());
+  }
+}
+
+// Whether this build's sum kernel reads col32 (when given) instead of col. The AVX2 build
+// specialises float with the int32 index (what Python passes on CPU) by edge factor and
+// prefetch; the rest (int64 index, double) gets one generic variant (a factor of 1 where there
+// is none, prefetch), the only one the baseline build (CPUs before AVX2) compiles: each
+// variant adds to the build time.
+#if defined(__AVX2__)
+constexpr bool kReadsCol32 = true;
+#else
+constexpr bool kReadsCol32 = false;
+#endif
+
+template <typename T, typename CheckChunk>
+void sum_rows(const AggregateParams& p, const CheckChunk& check) {
+  if (kReadsCol32 && p.col32) return sum_rows_by<T>(p, p.col32, check);
+  sum_rows_by<T>(p, p.col, check);
+}
+
+}  // namespace
+}  // namespace GALFAST_CPU_ISA
+}  // namespace galfast
+
+#pragma GCC diagnostic pop

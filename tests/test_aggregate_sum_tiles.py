@@ -1,0 +1,144 @@
+"""The CPU sum kernel's shapes (issue 19): accumulator sets that take a row's edges in turn (rows
+shorter than, equal to and longer than their count), every feature width of one pass with its
+overlapping last vector, col_scale folded into x or applied per edge, and the int32 index copy
+it reads in place of col."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from ref_aggregate import aggregate_ref
+
+from galfast import Graph
+from galfast._native import _C
+from galfast.ops import aggregate, block_aggregate, sample_neighbors
+from galfast.ops.aggregate import int32_index, launch_aggregate
+
+_SUM = int(_C.AggMode.SUM)
+
+
+def _degrees_graph(num_nodes: int) -> Graph:
+    """Row d has in-degree d for d = 0..17 (below, at and above every accumulator-set count,
+    with every remainder); row 18 draws 300 sources (duplicates merge: a hub of about 260 edges
+    on 1,000 nodes); nodes 19.. are sources only. On 30 nodes (about 6 edges per node) col_scale
+    is folded into x, on 1,000 nodes it is applied per edge."""
+    gen = torch.Generator().manual_seed(0)
+    dst = [d for d in range(18) for _ in range(d)] + [18] * 300
+    src = torch.randint(0, num_nodes, (len(dst),), generator=gen)
+    return Graph.from_edge_index(torch.stack([src, torch.tensor(dst)]), num_nodes)
+
+
+def _ref(g: Graph, x, weight, reduce, norm):
+    return aggregate_ref(g.num_nodes, g.col, g.row, x, weight, reduce, norm)
+
+
+WIDTHS = list(range(1, 41)) + [47, 63, 64, 65, 72, 100, 129]
+
+
+@pytest.mark.parametrize("f", WIDTHS)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("num_nodes", [30, 1000])
+def test_every_width_and_degree_matches_the_reference(f, dtype, num_nodes):
+    g = _degrees_graph(num_nodes)
+    gen = torch.Generator().manual_seed(f)
+    x = torch.randn(num_nodes, f, generator=gen, dtype=dtype, requires_grad=True)
+    w = torch.rand(g.num_edges, generator=gen, dtype=dtype) + 0.5
+    grad = torch.randn(num_nodes, f, generator=gen, dtype=dtype)
+    tol = {"rtol": 1e-5, "atol": 1e-5} if dtype == torch.float32 else {}
+    for reduce, norm, weight in [("sum", "gcn", None), ("mean", None, None), ("sum", None, w)]:
+        out = aggregate(g, x, weight, reduce=reduce, norm=norm)
+        want = _ref(g, x, weight, reduce, norm)
+        torch.testing.assert_close(out, want, **tol)
+        (got_grad,) = torch.autograd.grad(out, x, grad)
+        (want_grad,) = torch.autograd.grad(want, x, grad)
+        torch.testing.assert_close(got_grad, want_grad, **tol)
+
+
+@pytest.mark.parametrize("f", [1, 3, 4, 7, 8, 20, 33, 64, 65])
+@pytest.mark.parametrize("num_nodes", [30, 1000])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_int32_and_int64_indices_give_bitwise_the_same_sums(f, num_nodes, weighted):
+    # The AVX2 build specialises the int32 index; the int64 one runs the generic variant,
+    # whose factor of 1 must round like a plain add.
+    g = _degrees_graph(num_nodes)
+    gen = torch.Generator().manual_seed(1)
+    x = torch.randn(num_nodes, f, generator=gen)
+    w = torch.rand(g.num_edges, generator=gen) if weighted else None
+    scale = g.degree_scale("gcn", torch.float32)
+    empty = g.rowptr.new_empty(0)
+    outs = [
+        launch_aggregate(g.rowptr, g.col, col32, None, w, scale, scale, empty, x, None, _SUM)[0]
+        for col32 in (None, g.col.int())
+    ]
+    assert torch.equal(outs[0], outs[1])
+    torch.testing.assert_close(outs[0], _ref(g, x, w, "sum", "gcn"), rtol=1e-5, atol=1e-5)
+
+
+def test_the_int32_copies_are_cached_per_graph_and_only_for_the_cpu_sum():
+    g = _degrees_graph(30)
+    x = torch.randn(30, 5, requires_grad=True)
+    aggregate(g, x, reduce="max").sum().backward()
+    assert not any(isinstance(k, tuple) and k[0] == "int32" for k in g._cache)
+    with torch.no_grad():
+        aggregate(g, x)
+    assert set(k for k in g._cache if isinstance(k, tuple) and k[0] == "int32") == {
+        ("int32", "col")
+    }
+    aggregate(g, x, norm="gcn").sum().backward()
+    col32, row32 = g._cache[("int32", "col")], g._cache[("int32", "csc_row")]
+    assert col32.dtype == row32.dtype == torch.int32
+    assert torch.equal(col32.long(), g.col) and torch.equal(row32.long(), g.csc.row)
+    aggregate(g, x)
+    assert g._cache[("int32", "col")] is col32  # made once
+
+
+class _Structure:
+    def __init__(self):
+        self._cache = {}
+
+    def cached(self, key, build):
+        if key not in self._cache:
+            self._cache[key] = build()
+        return self._cache[key]
+
+
+@pytest.mark.parametrize(
+    "values, fits", [([0, 5, 2**31 - 1], True), ([0, 2**31], False), ([-1, 3], False), ([], True)]
+)
+def test_an_index_outside_int32_gets_no_copy(values, fits):
+    index = torch.tensor(values, dtype=torch.long)
+    copy = int32_index(_Structure(), "col", index)
+    assert (copy is not None) == fits
+    if fits:
+        assert copy.dtype == torch.int32 and torch.equal(copy.long(), index)
+
+
+def test_blocks_use_their_own_int32_copies():
+    g = Graph.from_edge_index(torch.randint(0, 60, (2, 500), generator=torch.Generator()), 60)
+    x = torch.randn(60, 9, dtype=torch.float64)
+    blocks = sample_neighbors(g, torch.arange(10), [5, 5], seed=0)
+    block = blocks[-1]
+    h = x[block.src_nodes].requires_grad_()
+    out = block_aggregate(block, h, reduce="mean")
+    assert torch.equal(block.cached(("int32", "col"), None).long(), block.col)
+    torch.testing.assert_close(
+        out, aggregate_ref(block.num_dst, block.col, block.row, h, None, "mean")
+    )
+    assert torch.autograd.gradcheck(lambda h: block_aggregate(block, h, reduce="sum"), (h,))
+
+
+def test_a_first_call_under_torch_compile_makes_no_int32_copy():
+    # The copy's range check reads values on the host, which a fullgraph trace cannot do: the
+    # traced call reads the int64 indices.
+    g = _degrees_graph(30)
+    x = torch.randn(30, 6, dtype=torch.float64, requires_grad=True)
+    compiled = torch.compile(
+        lambda x: aggregate(g, x, norm="gcn").relu().sum(), fullgraph=True, backend="aot_eager"
+    )
+    value = compiled(x)
+    (grad,) = torch.autograd.grad(value, x)
+    x_ref = x.detach().requires_grad_()
+    want = _ref(g, x_ref, None, "sum", "gcn").relu().sum()
+    torch.testing.assert_close(value, want)
+    torch.testing.assert_close(grad, torch.autograd.grad(want, x_ref)[0])
+    assert ("int32", "col") not in g._cache
