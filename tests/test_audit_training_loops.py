@@ -4,12 +4,12 @@ what the plain loops in tests/ref_audit.py give, for every attribute kind and he
 import numpy as np
 import pytest
 import torch
+from ref_audit import ref_fit_and_predict, ref_fit_head
 
 from galfast.audit.attackers import AttackerConfig, fit_and_predict
 from galfast.audit.metrics import PRIMARY_METRIC, attack_metrics, primary_metric
 from galfast.audit.minibatches import Adam, shuffled_batches
 from galfast.audit.search import HeadConfig, SearchConfig, fit_head
-from tests.ref_audit import ref_fit_and_predict, ref_fit_head
 
 SEARCH = SearchConfig(max_epochs=12, patience=3, batch_size=64)
 
