@@ -37,7 +37,6 @@ __all__ = [
     "StrongSplit",
     "applies",
     "make_folds",
-    "run_strong_attack",
     "submit_strong_attack",
 ]
 
@@ -81,26 +80,6 @@ def _features(family: str, z: Tensor, graph, hops: int, cache: dict) -> Tensor:
     )
 
 
-def run_strong_attack(
-    z: Tensor,
-    graph,
-    attr,
-    attack: str,
-    hops: int,
-    families: list[str],
-    split: StrongSplit,
-    search: SearchConfig,
-    *,
-    key: tuple[int, int, int],
-    cache: dict,
-) -> list[AttackResult]:
-    """Every strong family in ``families`` that applies to ``hops``, on one attack."""
-    return submit_strong_attack(
-        z, graph, attr, attack, hops, families, split, search, key=key, cache=cache,
-        jobs=Jobs(1, 1),
-    )()  # fmt: skip
-
-
 def submit_strong_attack(
     z: Tensor,
     graph,
@@ -115,8 +94,8 @@ def submit_strong_attack(
     cache: dict,
     jobs: Jobs,
 ) -> Callable[[], list[AttackResult]]:
-    """:func:`run_strong_attack` with its fits handed to ``jobs``: returns the call that
-    waits for them and assembles the results."""
+    """Every strong family in ``families`` that applies to ``hops``, on one attack, with its
+    fits handed to ``jobs``: returns the call that waits for them and assembles the results."""
     base, ai, pi = key
     kind = attr.kind
     y_train, y_test = _numpy(split.train_targets, kind), _numpy(split.test_targets, kind)

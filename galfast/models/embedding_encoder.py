@@ -100,7 +100,7 @@ class EmbeddingEncoder(nn.Module):
     def _embedded(self, ids: Tensor, every_node: bool) -> Tensor:
         if self.max_norm is not None:
             self._renorm_looked_up(ids, every_node)
-        if self.convs and self._every_row_in_order(ids):
+        if every_node and self._every_row_in_order(ids):
             # The table itself: no gather, and its gradient arrives without a scatter.
             h = self.embedding.weight
         elif self.convs:

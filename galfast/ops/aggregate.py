@@ -158,7 +158,7 @@ def _backward(ctx, grad_out, _grad_arg):
         grad_x, _ = aggregate_kernel(
             colptr,
             csc_row,
-            None if is_max else csc_row32,
+            csc_row32,  # None for max: the int32 copy is made for the sum only
             csc_edge_id,
             edge_weight,
             col_scale,
