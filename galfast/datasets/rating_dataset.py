@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from galfast.datasets._common import attribute_summary, check_attributes, to_device
+from galfast.datasets.rating_graph import rating_graph
 from galfast.graph import Graph
 
 __all__ = ["NUM_RATING_LEVELS", "RatingDataset", "build_rating_dataset"]
@@ -162,12 +163,7 @@ def build_rating_dataset(
     )
     train_idx, test_idx = split_ratings(len(rating), test_fraction, seed)
     train = ratings[train_idx]
-    graph = Graph.from_edge_index(
-        train[:, :2].t().contiguous(),
-        num_users + num_movies,
-        edge_type=train[:, 2] - 1,
-        symmetrize=True,
-    )
+    graph = rating_graph(train[:, :2], train[:, 2] - 1, num_users, num_movies)
     return RatingDataset(
         name=name,
         graph=graph,
