@@ -82,11 +82,26 @@ def _select_movies(
     for start in range(0, per_user.size, _CHUNK):
         rows = np.arange(start, min(start + _CHUNK, per_user.size))
         keys = (logits_of(rows) + rng.gumbel(size=(rows.size, num_movies))).astype(np.float32)
-        order = np.argsort(-keys, axis=1)
-        taken = np.arange(num_movies)[None, :] < per_user[rows, None]
+        np.negative(keys, out=keys)
         users.append(np.repeat(rows, per_user[rows]))
-        movies.append(order[taken])
+        movies.extend(_smallest_first(row, count) for row, count in zip(keys, per_user[rows]))
     return np.concatenate(users), np.concatenate(movies)
+
+
+def _smallest_first(values: np.ndarray, count: int) -> np.ndarray:
+    """``np.argsort(values)[:count]``: the positions of the ``count`` smallest values in
+    increasing order, found by a partial sort (a user takes 20 to 2,314 of 3,706 movies). The
+    order is unique unless two of the values taken, or the last taken and the next, are equal;
+    then the full sort decides, as before."""
+    if count >= values.size:
+        return np.argsort(values)[:count]
+    candidates = np.argpartition(values, count)
+    taken = candidates[:count]
+    taken = taken[np.argsort(values[taken], kind="stable")]
+    ordered = values[taken]
+    if np.all(ordered[1:] > ordered[:-1]) and ordered[-1] < values[candidates[count]]:
+        return taken
+    return np.argsort(values)[:count]
 
 
 def _cover_every_movie(
