@@ -128,3 +128,18 @@ def test_adam_is_torch_adam(dtype, weight_decay):
             (out**2).mean().backward()
             opt.step()
         assert all(torch.equal(a, b) for a, b in zip(ours, theirs)), step
+
+
+def test_adam_step_skips_torch_functional_adam(monkeypatch):
+    # The update is issued directly (the functional form's per-call bookkeeping cost as much
+    # as the update on the attackers' small heads).
+    import sys
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("torch.optim.adam's multi-tensor path was called")
+
+    monkeypatch.setattr(sys.modules["torch.optim.adam"], "_multi_tensor_adam", refuse)
+    layer = torch.nn.Linear(3, 2)
+    optimizer = Adam(layer.parameters(), lr=0.01, weight_decay=0.1)
+    layer(torch.randn(5, 3)).sum().backward()
+    optimizer.step()
