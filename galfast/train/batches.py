@@ -212,6 +212,7 @@ class RatingBatches:
             raise ValueError(f"a rating is not one of the levels {self.levels.tolist()}")
         self.level, self.rating = level, values.contiguous()
         self.batch_size, self.shuffle = batch_size, shuffle
+        self._packed = _pack_ratings(self.edge_index, level, self.levels, self.rating)
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.edge_index.size(1), 1)
@@ -220,8 +221,47 @@ class RatingBatches:
     def __iter__(self) -> Iterator[RatingBatch]:
         for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
             idx = idx.to(self.edge_index.device)
+            if self._packed is not None:
+                yield self._packed.batch(idx, self.levels)
+                continue
             # index_select: the same elements as indexing, without advanced indexing's
             # per-call setup (MovieLens: 3x faster on 8,192 of 900k ratings).
             src, dst = self.edge_index.index_select(1, idx)
             level, rating = self.level.index_select(0, idx), self.rating.index_select(0, idx)
             yield RatingBatch(src, dst, level, rating)
+
+
+@dataclass(frozen=True)
+class _PackedRatings:
+    """Each rating's (src, dst, level) in one int64, ``(src * num_dst + dst) * num_levels +
+    level``: a batch is one gather from one array. Four gathers of 8,192 random rows from
+    four arrays of 900k (MovieLens) miss the cache four times per rating, and a training step
+    leaves nothing of them in cache. The rating is the level's value (checked bitwise)."""
+
+    keys: Tensor
+    num_dst: int
+    num_levels: int
+
+    def batch(self, idx: Tensor, levels: Tensor) -> RatingBatch:
+        keys = self.keys.index_select(0, idx)
+        level = keys % self.num_levels
+        pair = keys // self.num_levels
+        dst, src = pair % self.num_dst, pair // self.num_dst
+        return RatingBatch(src, dst, level, levels.index_select(0, level))
+
+
+def _pack_ratings(
+    edge_index: Tensor, level: Tensor, levels: Tensor, rating: Tensor
+) -> Optional[_PackedRatings]:
+    """The packed ratings, or None when the key would not fit an int64 or a rating is not
+    bitwise its level's value (a -0.0 rating at level 0.0)."""
+    if edge_index.numel() == 0 or int(edge_index.min()) < 0:
+        return None
+    num_src, num_dst = int(edge_index[0].max()) + 1, int(edge_index[1].max()) + 1
+    if num_src * num_dst * levels.numel() >= 2**62:
+        return None
+    by_level = levels.index_select(0, level)
+    if not torch.equal(by_level.view(torch.uint8), rating.view(torch.uint8)):
+        return None
+    keys = (edge_index[0] * num_dst + edge_index[1]) * levels.numel() + level
+    return _PackedRatings(keys, num_dst, levels.numel())
