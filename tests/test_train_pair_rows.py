@@ -102,3 +102,9 @@ def test_edge_head_takes_both_endpoints_in_one_backward():
     want = decoder(want_z[batch.src], want_z[batch.dst])
     want.sum().backward()
     assert torch.equal(out, want) and torch.equal(z.grad, want_z.grad)
+
+
+def test_other_devices_take_two_plain_gathers():
+    z = torch.randn(5, 2, device="meta", requires_grad=True)
+    a, b = pair_rows(z, torch.tensor([0, 1], device="meta"), torch.tensor([2, 3], device="meta"))
+    assert a.grad_fn.name() == "IndexSelectBackward0" and b.grad_fn.name() == "IndexSelectBackward0"

@@ -20,8 +20,14 @@ __all__ = ["pair_rows"]
 
 def pair_rows(z: Tensor, src: Tensor, dst: Tensor) -> tuple[Tensor, Tensor]:
     """``(z.index_select(0, src), z.index_select(0, dst))`` for 1-D integer ids, with the
-    same values and gradients (bitwise)."""
-    if not z.requires_grad or not torch.is_grad_enabled() or torch.compiler.is_compiling():
+    same values and gradients (bitwise). CPU only: the backward's check of the ids reads
+    values, which on a GPU would wait for the device (and break a CUDA graph capture)."""
+    if (
+        z.device.type != "cpu"
+        or not z.requires_grad
+        or not torch.is_grad_enabled()
+        or torch.compiler.is_compiling()
+    ):
         return z.index_select(0, src), z.index_select(0, dst)
     return _PairRows.apply(z, src, dst)
 
