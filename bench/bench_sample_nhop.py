@@ -4,11 +4,13 @@ MovieLens-1M-sized bipartite graph of bench/graphs.py (9,746 nodes, ~2.0M direct
     pytest bench/bench_sample_nhop.py --benchmark-only --benchmark-json=walk.json
     python bench/walks_table.py walk.json        # walks/s and ratios as a markdown table
 
-Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the two
-numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, and
-"numba", a plain loop on numba's Mersenne Twister) and the original networkx loop side by
-side for one start set ("users": each of the 6,040 users once; "1M": 1,000,000 starts drawn
-among the users) and one hop count;
+Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the three
+numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, with
+prefetched reads; "numba-splitmix-gather", the same walks with each hop's reads in a gather loop
+of their own, the earlier peer and sometimes the faster one at 1 hop; and "numba", a plain loop
+on numba's Mersenne Twister) and the original networkx loop side by side for one start set
+("users": each of the 6,040 users once; "1M": 1,000,000 starts drawn among the users) and one
+hop count;
 ``nhop-exact-hops<n>`` compares exact with paper mode. The networkx loop runs on the first
 2,000 users only (it would take minutes on 1M starts): every benchmark records its number of
 walks in ``extra_info["walks"]``, so compare walks per second, not times. The peers of a
@@ -24,7 +26,12 @@ import numpy as np
 import pytest
 import torch
 from graphs import movielens_like
-from nhop_baselines import networkx_nhop, numba_nhop, numba_splitmix_nhop
+from nhop_baselines import (
+    networkx_nhop,
+    numba_nhop,
+    numba_splitmix_gather_nhop,
+    numba_splitmix_nhop,
+)
 
 from galfast import Graph
 from galfast.ops import sample_nhop
@@ -74,6 +81,7 @@ def numba_csr(graph):
     ptr, nbr = out_ptr.long().numpy(), out_nbr.numpy()
     numba_nhop(ptr, nbr, np.zeros(1, dtype=np.int64), 1)  # compile outside the timings
     numba_splitmix_nhop(ptr, nbr, np.zeros(1, dtype=np.int64), 1)
+    numba_splitmix_gather_nhop(ptr, nbr, np.zeros(1, dtype=np.int64), 1)
     return ptr, nbr
 
 
@@ -104,6 +112,9 @@ def walker(request, graph, starts, implementation, hops):
     if implementation == "numba-splitmix":
         csr, s = request.getfixturevalue("numba_csr"), starts.numpy()
         return s.size, lambda: numba_splitmix_nhop(*csr, s, hops)
+    if implementation == "numba-splitmix-gather":
+        csr, s = request.getfixturevalue("numba_csr"), starts.numpy()
+        return s.size, lambda: numba_splitmix_gather_nhop(*csr, s, hops)
     if starts.numel() > NUM_USERS:
         pytest.skip("the networkx loop would take minutes on 1M starts")
     nx_graph, s, rng = (
@@ -116,7 +127,15 @@ def walker(request, graph, starts, implementation, hops):
 
 # The implementation varies fastest, so the peers of a group run back to back.
 @pytest.mark.parametrize(
-    "implementation", ["galfast-cpu", "galfast-cuda", "numba-splitmix", "numba", "networkx-loop"]
+    "implementation",
+    [
+        "galfast-cpu",
+        "galfast-cuda",
+        "numba-splitmix",
+        "numba-splitmix-gather",
+        "numba",
+        "networkx-loop",
+    ],
 )
 @pytest.mark.parametrize("hops", HOPS)
 @pytest.mark.parametrize("start_set", ["users", "1M"])
