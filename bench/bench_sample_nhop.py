@@ -8,9 +8,10 @@ Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is pres
 numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, with
 prefetched reads; "numba-splitmix-gather", the same walks with each hop's reads in a gather loop
 of their own, the earlier peer and sometimes the faster one at 1 hop; and "numba", a plain loop
-on numba's Mersenne Twister) and the original networkx loop side by side for one start set
-("users": each of the 6,040 users once; "1M": 1,000,000 starts drawn among the users) and one
-hop count;
+on numba's Mersenne Twister), the original networkx loop, and at 1 hop "reads-only" (no
+sampler: the random reads and output stream of a 1-hop batch alone, a floor) side by side for
+one start set ("users": each of the 6,040 users once; "1M": 1,000,000 starts drawn among the
+users) and one hop count;
 ``nhop-exact-hops<n>`` compares exact with paper mode. The networkx loop runs on the first
 2,000 users only (it would take minutes on 1M starts): every benchmark records its number of
 walks in ``extra_info["walks"]``, so compare walks per second, not times. The peers of a
@@ -31,6 +32,8 @@ from nhop_baselines import (
     numba_nhop,
     numba_splitmix_gather_nhop,
     numba_splitmix_nhop,
+    one_hop_slots,
+    reads_only,
 )
 
 from galfast import Graph
@@ -112,6 +115,13 @@ def walker(request, graph, starts, implementation, hops):
     if implementation == "numba-splitmix":
         csr, s = request.getfixturevalue("numba_csr"), starts.numpy()
         return s.size, lambda: numba_splitmix_nhop(*csr, s, hops)
+    if implementation == "reads-only":
+        if hops != 1:
+            pytest.skip("the floor of 1-hop walks only")
+        (ptr, nbr), s = request.getfixturevalue("numba_csr"), starts.numpy()
+        slots = one_hop_slots(ptr, s)
+        reads_only(nbr, slots[:1])  # compile outside the timings
+        return s.size, lambda: reads_only(nbr, slots)
     if implementation == "numba-splitmix-gather":
         csr, s = request.getfixturevalue("numba_csr"), starts.numpy()
         return s.size, lambda: numba_splitmix_gather_nhop(*csr, s, hops)
@@ -135,6 +145,7 @@ def walker(request, graph, starts, implementation, hops):
         "numba-splitmix-gather",
         "numba",
         "networkx-loop",
+        "reads-only",
     ],
 )
 @pytest.mark.parametrize("hops", HOPS)

@@ -16,6 +16,10 @@ off the path; fail when none is left; -1 marks a failed walk):
   through a numba intrinsic), one loop per hop reads, checks and draws, and the loop that ends
   a block's last hop starts the next block (as galfast's kernel; docs/benchmarks.md, "n-hop
   sampler: AVX-512 walks against a prefetching peer").
+
+`reads_only` is no sampler but a floor under every 1-hop one: it only reads each walk's
+neighbour from slots drawn beforehand (`one_hop_slots`) and writes it out as int64, the random
+reads and the streams a 1-hop walk cannot avoid, in one loop the core overlaps freely.
 """
 
 from __future__ import annotations
@@ -24,7 +28,14 @@ import random
 
 import numpy as np
 
-__all__ = ["networkx_nhop", "numba_nhop", "numba_splitmix_gather_nhop", "numba_splitmix_nhop"]
+__all__ = [
+    "networkx_nhop",
+    "numba_nhop",
+    "numba_splitmix_gather_nhop",
+    "numba_splitmix_nhop",
+    "one_hop_slots",
+    "reads_only",
+]
 
 
 def networkx_nhop(graph, starts, hops: int, rng: random.Random) -> list[int]:
@@ -327,4 +338,31 @@ def numba_splitmix_gather_nhop(
     instead of prefetches: the previous peer, kept to show what the prefetches gain."""
     out = np.empty(starts.shape[0], np.int64)
     _splitmix_kernels()[0](ptr, nbr, starts, hops, seed, out)
+    return out
+
+
+def one_hop_slots(ptr: np.ndarray, starts: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A uniform slot of each start's row (starts with empty rows are not allowed)."""
+    degree = ptr[starts + 1] - ptr[starts]
+    draws = np.random.default_rng(seed).random(starts.shape[0])
+    return (ptr[starts] + (draws * degree).astype(np.int64)).astype(np.int64)
+
+
+_READS_KERNEL = None
+
+
+def reads_only(nbr: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """nbr[slots] as int64 in one compiled loop: the memory floor of a 1-hop walk."""
+    global _READS_KERNEL
+    if _READS_KERNEL is None:
+        from numba import njit
+
+        @njit(cache=False)
+        def gather(nbr, slots, out):
+            for i in range(slots.shape[0]):
+                out[i] = nbr[slots[i]]
+
+        _READS_KERNEL = gather
+    out = np.empty(slots.shape[0], np.int64)
+    _READS_KERNEL(nbr, slots, out)
     return out
