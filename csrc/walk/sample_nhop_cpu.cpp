@@ -1,12 +1,12 @@
-// CPU (OpenMP) n-hop walks. Thread mapping: walks are cut into chunks of kChunk walks handed
-// out dynamically. Paper and simple walks run hop-major in blocks (sample_nhop_block.h). Exact
-// walks, which retry and end with a distance check of very different cost, run their chunk as
-// a ring of kRing interleaved walkers (the step interleaving of ThunderRW, VLDB'21): each visit
-// advances one walker by one phase and prefetches the memory its next phase reads, so up to
-// kRing cache misses are in flight while the thread works on the other walkers. When the row
-// offsets are small enough to stay in cache, a visit that moves a walker also reads its next
-// row at once (one visit per hop). A walk's result depends only on its own counter-based draws,
-// so neither the blocks, the ring nor the thread count changes any output.
+// CPU (OpenMP) n-hop walks. Thread mapping: walks are cut into chunks of kBlockChunk walks
+// (kChunk in exact mode) handed out dynamically. Paper and simple walks run hop-major in blocks
+// (sample_nhop_block.h). Exact walks, which retry and end with a distance check of very different
+// cost, run their chunk as a ring of kRing interleaved walkers (the step interleaving of ThunderRW,
+// VLDB'21): each visit advances one walker by one phase and prefetches the memory its next phase
+// reads, so up to kRing cache misses are in flight while the thread works on the other walkers.
+// When the row offsets are small enough to stay in cache, a visit that moves a walker also reads
+// its next row at once (one visit per hop). A walk's result depends only on its own counter-based
+// draws, so neither the blocks, the ring nor the thread count changes any output.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -29,6 +29,9 @@ namespace {
 // latency exposed, 32 hide it, 64 gain nothing more.
 constexpr int kRing = 32;
 constexpr int64_t kChunk = 1024;
+// Paper and simple walks take larger chunks: their blocks overlap only inside a chunk (the
+// AVX-512 walks read a block's last hop in the loop that starts the next one).
+constexpr int64_t kBlockChunk = 8192;
 // A parallel region costs a thread wake-up: microseconds on an idle machine, a whole scheduler
 // time slice (milliseconds) on a busy one. A batch gets one thread per this much work, counted
 // in hops, so the 6,040 walks of a MovieLens-1M batch run on the calling thread alone in a
@@ -173,14 +176,15 @@ bool walk_blocks(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t b
 template <typename Index>
 bool sample_nhop_typed(const SampleNhopParams& p) {
   const WalkGraph<Index> g = walk_graph<Index>(p);
-  const int64_t num_chunks = (p.num_walks + kChunk - 1) / kChunk;
+  const int64_t chunk = p.mode == WalkMode::kExact ? kChunk : kBlockChunk;
+  const int64_t num_chunks = (p.num_walks + chunk - 1) / chunk;
   ParallelErrors errors;
   std::atomic<bool> in_range{true};
 #pragma omp parallel for num_threads(threads_for(p, g)) schedule(dynamic, 1)
   for (int64_t c = 0; c < num_chunks; ++c) {
     if (!in_range.load(std::memory_order_relaxed)) continue;
     errors.run([&] {
-      const int64_t begin = c * kChunk, end = std::min(p.num_walks, (c + 1) * kChunk);
+      const int64_t begin = c * chunk, end = std::min(p.num_walks, (c + 1) * chunk);
       const bool ok = p.mode == WalkMode::kExact ? WalkRing<Index>(p, g, begin, end).run()
                                                  : walk_blocks(p, g, begin, end);
       if (!ok) in_range.store(false, std::memory_order_relaxed);
