@@ -3,6 +3,7 @@ MovieLens-1M-sized bipartite graph of bench/graphs.py (9,746 nodes, ~2.0M direct
 
     pytest bench/bench_sample_nhop.py --benchmark-only --benchmark-json=walk.json
     python bench/walks_table.py walk.json        # walks/s and ratios as a markdown table
+    PYTHONPATH=. python bench/bench_sample_nhop.py 15   # 1M starts, implementations taking turns
 
 Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the three
 numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, with
@@ -22,6 +23,8 @@ least disturbed one.
 from __future__ import annotations
 
 import random
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -168,3 +171,44 @@ def test_exact_vs_paper(benchmark, graph, starts, hops, mode):
         s.numel(),
         lambda: sample_nhop(graph, s, hops, seed=1, mode=mode),
     )
+
+
+def interleaved(hops_list, rounds: int) -> None:
+    """Prints walks/s (best round) of galfast and the splitmix peers on the 1M starts, the
+    implementations taking turns within every round, so a burst of load on a shared machine
+    hits them alike (pytest-benchmark runs one implementation's rounds back to back)."""
+    torch.set_num_threads(1)
+    edge_index, num_nodes = movielens_like()
+    g = Graph.from_edge_index(edge_index, num_nodes)
+    out_ptr, out_nbr, _, _ = walk_adjacency(g)
+    ptr, nbr = out_ptr.long().numpy(), out_nbr.numpy()
+    many = torch.randint(0, NUM_USERS, (1_000_000,), generator=torch.Generator().manual_seed(0))
+    s = many.numpy()
+    slots = one_hop_slots(ptr, s)
+    for hops in hops_list:
+        runs = {
+            "galfast-cpu": lambda hops=hops: sample_nhop(g, many, hops, seed=1),
+            "numba-splitmix": lambda hops=hops: numba_splitmix_nhop(ptr, nbr, s, hops),
+            "numba-splitmix-gather": lambda hops=hops: numba_splitmix_gather_nhop(
+                ptr, nbr, s, hops
+            ),
+        }
+        if hops == 1:
+            runs["reads-only"] = lambda: reads_only(nbr, slots)
+        best = dict.fromkeys(runs, float("inf"))
+        for r in range(rounds + 1):
+            for name, fn in runs.items():
+                start = time.process_time()
+                fn()
+                if r > 0:  # round 0 warms up (and compiles)
+                    best[name] = min(best[name], time.process_time() - start)
+        ours = best["galfast-cpu"]
+        ratios = ", ".join(
+            f"{name} {s.size / t / 1e6:.1f}M (galfast {t / ours:.2f}x)" for name, t in best.items()
+        )
+        print(f"hops {hops}: {ratios}", flush=True)
+
+
+if __name__ == "__main__":
+    # OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 PYTHONPATH=. python bench/bench_sample_nhop.py [ROUNDS]
+    interleaved(HOPS, int(sys.argv[1]) if len(sys.argv) > 1 else 15)
