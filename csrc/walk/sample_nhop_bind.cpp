@@ -1,5 +1,6 @@
 // Python glue of the n-hop walks (sample_nhop.h): galfast._C.WalkMode, IndexType,
-// SampleNhopParams, NHOP_MAX_HOPS, NHOP_MAX_EXACT_HOPS and sample_nhop_cpu/_cuda.
+// SampleNhopParams, NHOP_MAX_HOPS, NHOP_MAX_EXACT_HOPS, sample_nhop_cpu/_cuda and
+// set_sample_nhop_simd.
 #include <cstdint>
 #include <string>
 
@@ -65,12 +66,7 @@ void bind_sample_nhop(py::module_& m) {
                                GALFAST_CUDA_KERNEL(sample_nhop_cuda));
   // Tests run the baseline CPU walks on machines where the AVX-512 ones would be chosen.
   m.def(
-      "set_sample_nhop_simd",
-      [](bool allowed) {
-        const bool before = nhop_simd_allowed();
-        nhop_simd_allowed() = allowed;
-        return before;
-      },
+      "set_sample_nhop_simd", [](bool allowed) { return nhop_simd_allowed().exchange(allowed); },
       py::arg("allowed"));
 }
 

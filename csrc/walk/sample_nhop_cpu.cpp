@@ -164,7 +164,7 @@ template <typename Index>
 bool walk_blocks(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end) {
 #if defined(GALFAST_X86_DISPATCH)
   if constexpr (std::is_same_v<Index, int32_t>) {
-    if (nhop_simd_allowed() && avx512::supported()) {
+    if (nhop_simd_allowed().load(std::memory_order_relaxed) && avx512::supported()) {
       return avx512::walk_blocks(p, g, begin, end, offsets_cached<Index>(p));
     }
   }
@@ -205,8 +205,8 @@ bool sample_nhop_typed(const SampleNhopParams& p) {
 
 }  // namespace
 
-bool& nhop_simd_allowed() {
-  static bool allowed = true;
+std::atomic<bool>& nhop_simd_allowed() {
+  static std::atomic<bool> allowed{true};
   return allowed;
 }
 

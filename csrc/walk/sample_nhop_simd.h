@@ -2,6 +2,7 @@
 // that have AVX-512F/BW/DQ/VL; sample_nhop_cpu.cpp chooses it at run time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "walk/sample_nhop.h"
@@ -11,7 +12,7 @@ namespace galfast {
 
 // Whether int32 paper and simple walks may take the AVX-512 path where the CPU has it (true
 // unless a test turns it off to check the baseline kernel on the same machine).
-bool& nhop_simd_allowed();
+std::atomic<bool>& nhop_simd_allowed();
 
 #if defined(GALFAST_X86_DISPATCH)
 namespace avx512 {
