@@ -3,12 +3,16 @@ MovieLens-1M-sized bipartite graph of bench/graphs.py (9,746 nodes, ~2.0M direct
 
     pytest bench/bench_sample_nhop.py --benchmark-only --benchmark-json=walk.json
     python bench/walks_table.py walk.json        # walks/s and ratios as a markdown table
+    PYTHONPATH=. python bench/bench_sample_nhop.py 15   # 1M starts, implementations taking turns
 
-Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the two
-numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, and
-"numba", a plain loop on numba's Mersenne Twister) and the original networkx loop side by
-side for one start set ("users": each of the 6,040 users once; "1M": 1,000,000 starts drawn
-among the users) and one hop count;
+Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the three
+numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, with
+prefetched reads; "numba-splitmix-gather", the same walks with each hop's reads in a gather loop
+of their own, the earlier peer and sometimes the faster one at 1 hop; and "numba", a plain loop
+on numba's Mersenne Twister), the original networkx loop, and at 1 hop "reads-only" (no
+sampler: the random reads and output stream of a 1-hop batch alone, a floor) side by side for
+one start set ("users": each of the 6,040 users once; "1M": 1,000,000 starts drawn among the
+users) and one hop count;
 ``nhop-exact-hops<n>`` compares exact with paper mode. The networkx loop runs on the first
 2,000 users only (it would take minutes on 1M starts): every benchmark records its number of
 walks in ``extra_info["walks"]``, so compare walks per second, not times. The peers of a
@@ -19,12 +23,21 @@ least disturbed one.
 from __future__ import annotations
 
 import random
+import sys
+import time
 
 import numpy as np
 import pytest
 import torch
 from graphs import movielens_like
-from nhop_baselines import networkx_nhop, numba_nhop, numba_splitmix_nhop
+from nhop_baselines import (
+    networkx_nhop,
+    numba_nhop,
+    numba_splitmix_gather_nhop,
+    numba_splitmix_nhop,
+    one_hop_slots,
+    reads_only,
+)
 
 from galfast import Graph
 from galfast.ops import sample_nhop
@@ -74,6 +87,7 @@ def numba_csr(graph):
     ptr, nbr = out_ptr.long().numpy(), out_nbr.numpy()
     numba_nhop(ptr, nbr, np.zeros(1, dtype=np.int64), 1)  # compile outside the timings
     numba_splitmix_nhop(ptr, nbr, np.zeros(1, dtype=np.int64), 1)
+    numba_splitmix_gather_nhop(ptr, nbr, np.zeros(1, dtype=np.int64), 1)
     return ptr, nbr
 
 
@@ -104,6 +118,16 @@ def walker(request, graph, starts, implementation, hops):
     if implementation == "numba-splitmix":
         csr, s = request.getfixturevalue("numba_csr"), starts.numpy()
         return s.size, lambda: numba_splitmix_nhop(*csr, s, hops)
+    if implementation == "reads-only":
+        if hops != 1:
+            pytest.skip("the floor of 1-hop walks only")
+        (ptr, nbr), s = request.getfixturevalue("numba_csr"), starts.numpy()
+        slots = one_hop_slots(ptr, s)
+        reads_only(nbr, slots[:1])  # compile outside the timings
+        return s.size, lambda: reads_only(nbr, slots)
+    if implementation == "numba-splitmix-gather":
+        csr, s = request.getfixturevalue("numba_csr"), starts.numpy()
+        return s.size, lambda: numba_splitmix_gather_nhop(*csr, s, hops)
     if starts.numel() > NUM_USERS:
         pytest.skip("the networkx loop would take minutes on 1M starts")
     nx_graph, s, rng = (
@@ -116,7 +140,16 @@ def walker(request, graph, starts, implementation, hops):
 
 # The implementation varies fastest, so the peers of a group run back to back.
 @pytest.mark.parametrize(
-    "implementation", ["galfast-cpu", "galfast-cuda", "numba-splitmix", "numba", "networkx-loop"]
+    "implementation",
+    [
+        "galfast-cpu",
+        "galfast-cuda",
+        "numba-splitmix",
+        "numba-splitmix-gather",
+        "numba",
+        "networkx-loop",
+        "reads-only",
+    ],
 )
 @pytest.mark.parametrize("hops", HOPS)
 @pytest.mark.parametrize("start_set", ["users", "1M"])
@@ -138,3 +171,44 @@ def test_exact_vs_paper(benchmark, graph, starts, hops, mode):
         s.numel(),
         lambda: sample_nhop(graph, s, hops, seed=1, mode=mode),
     )
+
+
+def interleaved(hops_list, rounds: int) -> None:
+    """Prints walks/s (best round) of galfast and the splitmix peers on the 1M starts, the
+    implementations taking turns within every round, so a burst of load on a shared machine
+    hits them alike (pytest-benchmark runs one implementation's rounds back to back)."""
+    torch.set_num_threads(1)
+    edge_index, num_nodes = movielens_like()
+    g = Graph.from_edge_index(edge_index, num_nodes)
+    out_ptr, out_nbr, _, _ = walk_adjacency(g)
+    ptr, nbr = out_ptr.long().numpy(), out_nbr.numpy()
+    many = torch.randint(0, NUM_USERS, (1_000_000,), generator=torch.Generator().manual_seed(0))
+    s = many.numpy()
+    slots = one_hop_slots(ptr, s)
+    for hops in hops_list:
+        runs = {
+            "galfast-cpu": lambda hops=hops: sample_nhop(g, many, hops, seed=1),
+            "numba-splitmix": lambda hops=hops: numba_splitmix_nhop(ptr, nbr, s, hops),
+            "numba-splitmix-gather": lambda hops=hops: numba_splitmix_gather_nhop(
+                ptr, nbr, s, hops
+            ),
+        }
+        if hops == 1:
+            runs["reads-only"] = lambda: reads_only(nbr, slots)
+        best = dict.fromkeys(runs, float("inf"))
+        for r in range(rounds + 1):
+            for name, fn in runs.items():
+                start = time.process_time()
+                fn()
+                if r > 0:  # round 0 warms up (and compiles)
+                    best[name] = min(best[name], time.process_time() - start)
+        ours = best["galfast-cpu"]
+        ratios = ", ".join(
+            f"{name} {s.size / t / 1e6:.1f}M (galfast {t / ours:.2f}x)" for name, t in best.items()
+        )
+        print(f"hops {hops}: {ratios}", flush=True)
+
+
+if __name__ == "__main__":
+    # OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 PYTHONPATH=. python bench/bench_sample_nhop.py [ROUNDS]
+    interleaved(HOPS, int(sys.argv[1]) if len(sys.argv) > 1 else 15)

@@ -7,10 +7,19 @@ off the path; fail when none is left; -1 marks a failed walk):
 * `numba_nhop`: a compiled CSR version with numba (``@njit(parallel=True)``), using the same
   virtual Fisher-Yates draw (a small swap map over the row) as galfast's kernel, one walk
   after the other, drawing from numba's Mersenne Twister;
-* `numba_splitmix_nhop`: the fastest numba peer we could write: counter-based draws (one
-  SplitMix64 hash per draw, no generator state), and hop-major blocks of 512 walks whose
-  random reads are gathered in a loop of their own, so the core overlaps them (2-3x
-  `numba_nhop`; docs/benchmarks.md, "n-hop sampler against a splitmix64 peer").
+* `numba_splitmix_gather_nhop`: counter-based draws (one SplitMix64 hash per draw, no
+  generator state), and hop-major blocks of 512 walks whose random reads are gathered in a
+  loop of their own, so the core overlaps them (2-3x `numba_nhop`; docs/benchmarks.md,
+  "n-hop sampler against a splitmix64 peer");
+* `numba_splitmix_nhop`: the fastest numba peer we could write, the same walks and results as
+  the gather version, in blocks of 128 walks: each draw prefetches its slot (LLVM's prefetch
+  through a numba intrinsic), one loop per hop reads, checks and draws, and the loop that ends
+  a block's last hop starts the next block (as galfast's kernel; docs/benchmarks.md, "n-hop
+  sampler: AVX-512 walks against a prefetching peer").
+
+`reads_only` is no sampler but a floor under every 1-hop one: it only reads each walk's
+neighbour from slots drawn beforehand (`one_hop_slots`) and writes it out as int64, the random
+reads and the streams a 1-hop walk cannot avoid, in one loop the core overlaps freely.
 """
 
 from __future__ import annotations
@@ -19,7 +28,14 @@ import random
 
 import numpy as np
 
-__all__ = ["networkx_nhop", "numba_nhop", "numba_splitmix_nhop"]
+__all__ = [
+    "networkx_nhop",
+    "numba_nhop",
+    "numba_splitmix_gather_nhop",
+    "numba_splitmix_nhop",
+    "one_hop_slots",
+    "reads_only",
+]
 
 
 def networkx_nhop(graph, starts, hops: int, rng: random.Random) -> list[int]:
@@ -197,21 +213,156 @@ def _numba_splitmix_kernel():
             for j in range(n):
                 out[lo + j] = path[hops, j]
 
-    return walk
+    prefetch = _prefetch_intrinsic()
+    small_block = 128  # the prefetched lines of a block stay in L1 until read
+
+    @njit(inline="always")
+    def take(ptr, nbr, path, slot, j, hop, key, walk):
+        # the neighbour in walk j's drawn slot (prefetched), redrawn when on the path
+        if slot[j] < 0:
+            return -1
+        node = np.int64(nbr[slot[j]])
+        blocked = False
+        for p in range(1, hop + 1):
+            blocked |= path[p, j] == node
+        if blocked:
+            first = slot[j] - np.int64(ptr[path[hop, j]])
+            kk, vv = np.empty(hop + 1, np.int64), np.empty(hop + 1, np.int64)
+            node = redraw(ptr, nbr, path, j, hop, first, key, walk, kk, vv)
+        return node
+
+    @njit(inline="always")
+    def draw_slot(ptr, nbr, slot, j, u, key, walk, hop):
+        # walk j, at node u (-1: failed), draws its slot of hop `hop` and prefetches it
+        slot[j] = -1
+        if u >= 0:
+            begin, degree = np.int64(ptr[u]), np.int64(ptr[u + 1] - ptr[u])
+            if degree > 0:
+                slot[j] = begin + draw(key, walk, hop, 0, degree)
+                prefetch(nbr, slot[j])
+
+    @njit(parallel=True, cache=False)
+    def walk_prefetched(ptr, nbr, starts, hops, seed, out):
+        # hop-major blocks as above, but each draw prefetches its slot and one loop per hop
+        # reads, checks and draws (misses overlap the arithmetic); the loop that finishes a
+        # block's last hop also starts the next block, so reads stay in flight between blocks
+        num_walks = starts.shape[0]
+        key = mix(np.uint64(seed))
+        per_chunk = 32 * small_block
+        for c in prange((num_walks + per_chunk - 1) // per_chunk):
+            paths = np.empty((2, hops + 1, small_block), np.int64)
+            slots = np.empty((2, small_block), np.int64)
+            end = min(num_walks, (c + 1) * per_chunk)
+            prev_lo, prev_n, buf = 0, 0, 0
+            for lo in range(c * per_chunk, end, small_block):
+                n = min(end, lo + small_block) - lo
+                path, slot = paths[buf], slots[buf]
+                prev_path, prev_slot = paths[1 - buf], slots[1 - buf]
+                for j in range(max(n, prev_n)):
+                    if j < prev_n:
+                        out[prev_lo + j] = take(
+                            ptr, nbr, prev_path, prev_slot, j, hops - 1, key, prev_lo + j
+                        )
+                    if j < n:
+                        path[0, j] = starts[lo + j]
+                        draw_slot(ptr, nbr, slot, j, path[0, j], key, lo + j, 0)
+                for hop in range(hops - 1):
+                    for j in range(n):
+                        node = take(ptr, nbr, path, slot, j, hop, key, lo + j)
+                        path[hop + 1, j] = node
+                        draw_slot(ptr, nbr, slot, j, node, key, lo + j, hop + 1)
+                prev_lo, prev_n, buf = lo, n, 1 - buf
+            prev_path, prev_slot = paths[1 - buf], slots[1 - buf]
+            for j in range(prev_n):
+                out[prev_lo + j] = take(
+                    ptr, nbr, prev_path, prev_slot, j, hops - 1, key, prev_lo + j
+                )
+
+    return walk, walk_prefetched
 
 
-_SPLITMIX_KERNEL = None
+def _prefetch_intrinsic():
+    """prefetch(array, i): LLVM's prefetch of array[i] into L1 (numba has no such call)."""
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def prefetch(typingctx, array, index):
+        def codegen(context, builder, signature, args):
+            array_type = signature.args[0]
+            array_value = context.make_array(array_type)(context, builder, args[0])
+            address = cgutils.get_item_pointer(
+                context, builder, array_type, array_value, [args[1]], wraparound=False
+            )
+            i32 = ir.IntType(32)
+            fn = cgutils.get_or_insert_function(
+                builder.module,
+                ir.FunctionType(ir.VoidType(), [address.type, i32, i32, i32]),
+                "llvm.prefetch.p0",
+            )
+            builder.call(fn, [address, i32(0), i32(3), i32(1)])  # read, keep in L1, data
+            return context.get_dummy_value()
+
+        return types.void(array, index), codegen
+
+    return prefetch
+
+
+_SPLITMIX_KERNELS = None
+
+
+def _splitmix_kernels():
+    global _SPLITMIX_KERNELS
+    if _SPLITMIX_KERNELS is None:
+        _SPLITMIX_KERNELS = _numba_splitmix_kernel()
+    return _SPLITMIX_KERNELS
 
 
 def numba_splitmix_nhop(
     ptr: np.ndarray, nbr: np.ndarray, starts: np.ndarray, hops: int, seed: int = 1
 ) -> np.ndarray:
     """The appendix algorithm over a CSR (ptr, nbr with distinct rows), compiled with numba:
-    hop-major blocks of walks, parallel over blocks, each draw a SplitMix64 hash of
-    (seed, walk, hop, draw)."""
-    global _SPLITMIX_KERNEL
-    if _SPLITMIX_KERNEL is None:
-        _SPLITMIX_KERNEL = _numba_splitmix_kernel()
+    hop-major blocks of walks, parallel over chunks of blocks, each draw a SplitMix64 hash of
+    (seed, walk, hop, draw) whose slot is prefetched a loop before it is read."""
     out = np.empty(starts.shape[0], np.int64)
-    _SPLITMIX_KERNEL(ptr, nbr, starts, hops, seed, out)
+    _splitmix_kernels()[1](ptr, nbr, starts, hops, seed, out)
+    return out
+
+
+def numba_splitmix_gather_nhop(
+    ptr: np.ndarray, nbr: np.ndarray, starts: np.ndarray, hops: int, seed: int = 1
+) -> np.ndarray:
+    """The same walks (same results) with the reads of a hop in a gather loop of their own
+    instead of prefetches: the previous peer, kept to show what the prefetches gain."""
+    out = np.empty(starts.shape[0], np.int64)
+    _splitmix_kernels()[0](ptr, nbr, starts, hops, seed, out)
+    return out
+
+
+def one_hop_slots(ptr: np.ndarray, starts: np.ndarray, seed: int = 0) -> np.ndarray:
+    """A uniform slot of each start's row (starts with empty rows are not allowed)."""
+    degree = ptr[starts + 1] - ptr[starts]
+    draws = np.random.default_rng(seed).random(starts.shape[0])
+    return (ptr[starts] + (draws * degree).astype(np.int64)).astype(np.int64)
+
+
+_READS_KERNEL = None
+
+
+def reads_only(nbr: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """nbr[slots] as int64 in one compiled loop: the memory floor of a 1-hop walk."""
+    global _READS_KERNEL
+    if _READS_KERNEL is None:
+        from numba import njit
+
+        @njit(cache=False)
+        def gather(nbr, slots, out):
+            for i in range(slots.shape[0]):
+                out[i] = nbr[slots[i]]
+
+        _READS_KERNEL = gather
+    out = np.empty(slots.shape[0], np.int64)
+    _READS_KERNEL(nbr, slots, out)
     return out

@@ -1,10 +1,12 @@
 // Python glue of the n-hop walks (sample_nhop.h): galfast._C.WalkMode, IndexType,
-// SampleNhopParams, NHOP_MAX_HOPS, NHOP_MAX_EXACT_HOPS and sample_nhop_cpu/_cuda.
+// SampleNhopParams, NHOP_MAX_HOPS, NHOP_MAX_EXACT_HOPS, sample_nhop_cpu/_cuda and
+// set_sample_nhop_simd.
 #include <cstdint>
 #include <string>
 
 #include "bind.h"
 #include "walk/sample_nhop.h"
+#include "walk/sample_nhop_simd.h"
 
 namespace galfast {
 namespace {
@@ -25,23 +27,6 @@ void check(const SampleNhopParams& p) {
           "sample_nhop: exact mode needs in_ptr/in_nbr");
   require(p.first_attempt == 0 || (p.mode == WalkMode::kExact && p.first_attempt <= p.max_retries),
           "sample_nhop: first_attempt must be 0, or at most max_retries in exact mode");
-}
-
-// On the CPU the starts are host memory, so their range is cheap to check here too. The scan
-// has no early exit, so it vectorises; only a batch with a bad start is searched for it.
-void check_starts_cpu(const SampleNhopParams& p) {
-  bool bad = false;
-  for (int64_t i = 0; i < p.num_walks; ++i) {
-    bad |= static_cast<uint64_t>(p.starts[i]) >= static_cast<uint64_t>(p.num_nodes);
-  }
-  if (!bad) return;
-  for (int64_t i = 0; i < p.num_walks; ++i) {
-    if (p.starts[i] < 0 || p.starts[i] >= p.num_nodes) {
-      throw std::invalid_argument("sample_nhop: start " + std::to_string(p.starts[i]) +
-                                  " of walk " + std::to_string(i) + " is not a node id in [0, " +
-                                  std::to_string(p.num_nodes) + ")");
-    }
-  }
 }
 
 }  // namespace
@@ -76,8 +61,13 @@ void bind_sample_nhop(py::module_& m) {
   pointer_field(walk, "end", &SampleNhopParams::end);
   pointer_field(walk, "paths", &SampleNhopParams::paths);
 
+  // The CPU kernel checks every start itself, block by block, and names the first bad one.
   def_kernel<SampleNhopParams>(m, "sample_nhop", check, sample_nhop_cpu,
-                               GALFAST_CUDA_KERNEL(sample_nhop_cuda), check_starts_cpu);
+                               GALFAST_CUDA_KERNEL(sample_nhop_cuda));
+  // Tests run the baseline CPU walks on machines where the AVX-512 ones would be chosen.
+  m.def(
+      "set_sample_nhop_simd", [](bool allowed) { return nhop_simd_allowed().exchange(allowed); },
+      py::arg("allowed"));
 }
 
 }  // namespace galfast

@@ -21,6 +21,36 @@
 
 namespace galfast {
 
+// Whether starts[begin, begin + count) all lie in [0, num_nodes): the kernels check the starts
+// of each block just before reading them (no separate pass over the batch).
+inline bool starts_in_range(const SampleNhopParams& p, int64_t begin, int64_t count) {
+  bool bad = false;
+  for (int64_t i = begin; i < begin + count; ++i) {
+    bad |= static_cast<uint64_t>(p.starts[i]) >= static_cast<uint64_t>(p.num_nodes);
+  }
+  return !bad;
+}
+
+// Hop `hop` of walk `walk` once more through the walker state machine, which redraws the row
+// without replacement; path[h * stride] is the node the walk reached at hop h <= hop. Returns
+// the node it moves to, -1 when it is stuck. Shared by the baseline and AVX-512 block walks
+// (compiled for the baseline ISA in both).
+template <typename Index>
+[[gnu::noinline, gnu::cold]] Index redraw_hop(const WalkGraph<Index>& g, uint64_t walk,
+                                              const Index* path, int stride, int hop) {
+  NhopWalker<Index> w;
+  walker_start(w, g, walk, path[0], 0);
+  for (int h = 1; h <= hop; ++h) w.path[h] = path[h * stride];
+  w.hop = hop;
+  w.cur = path[hop * stride];
+  FreshBlocks fresh;
+  walker_read_row(w, g, fresh);
+  while (w.phase == NhopWalker<Index>::kNeighbour) {
+    walker_offer(w, g, g.out_nbr[w.slot], fresh);
+  }
+  return w.hop > hop ? w.path[hop + 1] : Index(-1);
+}
+
 template <typename Index>
 class NhopBlockWalker {
  public:
@@ -31,11 +61,15 @@ class NhopBlockWalker {
   NhopBlockWalker(const SampleNhopParams& p, const WalkGraph<Index>& g, bool offsets_cached)
       : p_(p), g_(g), first_blocked_(first_blocked(p.mode)), offsets_cached_(offsets_cached) {}
 
-  // Walks [begin, end) of the batch.
-  void run(int64_t begin, int64_t end) {
+  // Walks [begin, end) of the batch; false (and nothing walked after it) where a block holds a
+  // start outside [0, num_nodes).
+  bool run(int64_t begin, int64_t end) {
     for (int64_t b = begin; b < end; b += kBlock) {
-      walk_block(b, static_cast<int>(std::min<int64_t>(end - b, kBlock)));
+      const int n = static_cast<int>(std::min<int64_t>(end - b, kBlock));
+      if (!starts_in_range(p_, b, n)) return false;
+      walk_block(b, n);
     }
+    return true;
   }
 
  private:
@@ -169,20 +203,8 @@ class NhopBlockWalker {
     }
   }
 
-  // Hop `hop` of walk j once more through the walker state machine, which redraws the row
-  // without replacement; returns the node it moves to, -1 when it is stuck.
   [[gnu::noinline, gnu::cold]] Index redraw(int j, int hop) {
-    NhopWalker<Index> w;
-    walker_start(w, g_, first_walk_ + static_cast<uint64_t>(j), row(0)[j], 0);
-    for (int h = 1; h <= hop; ++h) w.path[h] = row(h)[j];
-    w.hop = hop;
-    w.cur = row(hop)[j];
-    FreshBlocks fresh;
-    walker_read_row(w, g_, fresh);
-    while (w.phase == NhopWalker<Index>::kNeighbour) {
-      walker_offer(w, g_, g_.out_nbr[w.slot], fresh);
-    }
-    return w.hop > hop ? w.path[hop + 1] : Index(-1);
+    return redraw_hop(g_, first_walk_ + static_cast<uint64_t>(j), row(0) + j, kBlock, hop);
   }
 
   void store_paths(int64_t begin) {

@@ -1,21 +1,26 @@
-// CPU (OpenMP) n-hop walks. Thread mapping: walks are cut into chunks of kChunk walks handed
-// out dynamically. Paper and simple walks run hop-major in blocks (sample_nhop_block.h). Exact
-// walks, which retry and end with a distance check of very different cost, run their chunk as
-// a ring of kRing interleaved walkers (the step interleaving of ThunderRW, VLDB'21): each visit
-// advances one walker by one phase and prefetches the memory its next phase reads, so up to
-// kRing cache misses are in flight while the thread works on the other walkers. When the row
-// offsets are small enough to stay in cache, a visit that moves a walker also reads its next
-// row at once (one visit per hop). A walk's result depends only on its own counter-based draws,
-// so neither the blocks, the ring nor the thread count changes any output.
+// CPU (OpenMP) n-hop walks. Thread mapping: walks are cut into chunks of kBlockChunk walks
+// (kChunk in exact mode) handed out dynamically. Paper and simple walks run hop-major in blocks
+// (sample_nhop_block.h). Exact walks, which retry and end with a distance check of very different
+// cost, run their chunk as a ring of kRing interleaved walkers (the step interleaving of ThunderRW,
+// VLDB'21): each visit advances one walker by one phase and prefetches the memory its next phase
+// reads, so up to kRing cache misses are in flight while the thread works on the other walkers.
+// When the row offsets are small enough to stay in cache, a visit that moves a walker also reads
+// its next row at once (one visit per hop). A walk's result depends only on its own counter-based
+// draws, so neither the blocks, the ring nor the thread count changes any output.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
 
 #include "common/parallel.h"
 #include "common/prefetch.h"
 #include "walk/sample_nhop.h"
 #include "walk/sample_nhop_block.h"
 #include "walk/sample_nhop_row.h"
+#include "walk/sample_nhop_simd.h"
 
 namespace galfast {
 namespace {
@@ -24,6 +29,9 @@ namespace {
 // latency exposed, 32 hide it, 64 gain nothing more.
 constexpr int kRing = 32;
 constexpr int64_t kChunk = 1024;
+// Paper and simple walks take larger chunks: their blocks overlap only inside a chunk (the
+// AVX-512 walks read a block's last hop in the loop that starts the next one).
+constexpr int64_t kBlockChunk = 8192;
 // A parallel region costs a thread wake-up: microseconds on an idle machine, a whole scheduler
 // time slice (milliseconds) on a busy one. A batch gets one thread per this much work, counted
 // in hops, so the 6,040 walks of a MovieLens-1M batch run on the calling thread alone in a
@@ -68,7 +76,9 @@ class WalkRing {
   WalkRing(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end)
       : p_(p), g_(g), next_(begin), end_(end), offsets_cached_(offsets_cached<Index>(p)) {}
 
-  void run() {
+  // False, walking nothing, when a start of the chunk is out of range.
+  bool run() {
+    if (!starts_in_range(p_, next_, end_ - next_)) return false;
     int live = 0;
     for (int r = 0; r < kRing; ++r) live += launch(r);
     while (live > 0) {
@@ -92,6 +102,7 @@ class WalkRing {
         }
       }
     }
+    return true;
   }
 
  private:
@@ -147,33 +158,62 @@ int threads_for(const SampleNhopParams& p, const WalkGraph<Index>& g) {
   return static_cast<int>(std::min<double>(wanted, max_threads()));
 }
 
+// Walks [begin, end) in paper or simple mode: the AVX-512 block walks where the CPU has them
+// and the ids are int32, else the baseline ones. False where a start is out of range.
 template <typename Index>
-void sample_nhop_typed(const SampleNhopParams& p) {
+bool walk_blocks(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end) {
+#if defined(GALFAST_X86_DISPATCH)
+  if constexpr (std::is_same_v<Index, int32_t>) {
+    if (nhop_simd_allowed().load(std::memory_order_relaxed) && avx512::supported()) {
+      return avx512::walk_blocks(p, g, begin, end, offsets_cached<Index>(p));
+    }
+  }
+#endif
+  return NhopBlockWalker<Index>(p, g, offsets_cached<Index>(p)).run(begin, end);
+}
+
+// Runs the batch; false where a start is out of range (the caller names it).
+template <typename Index>
+bool sample_nhop_typed(const SampleNhopParams& p) {
   const WalkGraph<Index> g = walk_graph<Index>(p);
-  const int64_t num_chunks = (p.num_walks + kChunk - 1) / kChunk;
+  const int64_t chunk = p.mode == WalkMode::kExact ? kChunk : kBlockChunk;
+  const int64_t num_chunks = (p.num_walks + chunk - 1) / chunk;
   ParallelErrors errors;
+  std::atomic<bool> in_range{true};
 #pragma omp parallel for num_threads(threads_for(p, g)) schedule(dynamic, 1)
   for (int64_t c = 0; c < num_chunks; ++c) {
+    if (!in_range.load(std::memory_order_relaxed)) continue;
     errors.run([&] {
-      const int64_t begin = c * kChunk, end = std::min(p.num_walks, (c + 1) * kChunk);
-      if (p.mode == WalkMode::kExact) {
-        WalkRing<Index>(p, g, begin, end).run();
-      } else {
-        NhopBlockWalker<Index>(p, g, offsets_cached<Index>(p)).run(begin, end);
-      }
+      const int64_t begin = c * chunk, end = std::min(p.num_walks, (c + 1) * chunk);
+      const bool ok = p.mode == WalkMode::kExact ? WalkRing<Index>(p, g, begin, end).run()
+                                                 : walk_blocks(p, g, begin, end);
+      if (!ok) in_range.store(false, std::memory_order_relaxed);
     });
   }
   errors.rethrow();
+  return in_range.load();
+}
+
+// Names the first walk whose start is not a node id (a kernel found one in its range).
+[[noreturn]] void throw_bad_start(const SampleNhopParams& p) {
+  int64_t i = 0;
+  while (p.starts[i] >= 0 && p.starts[i] < p.num_nodes) ++i;
+  throw std::invalid_argument("sample_nhop: start " + std::to_string(p.starts[i]) + " of walk " +
+                              std::to_string(i) + " is not a node id in [0, " +
+                              std::to_string(p.num_nodes) + ")");
 }
 
 }  // namespace
 
+std::atomic<bool>& nhop_simd_allowed() {
+  static std::atomic<bool> allowed{true};
+  return allowed;
+}
+
 void sample_nhop_cpu(const SampleNhopParams& p) {
-  if (p.index_type == IndexType::kInt32) {
-    sample_nhop_typed<int32_t>(p);
-  } else {
-    sample_nhop_typed<int64_t>(p);
-  }
+  const bool in_range = p.index_type == IndexType::kInt32 ? sample_nhop_typed<int32_t>(p)
+                                                          : sample_nhop_typed<int64_t>(p);
+  if (!in_range) throw_bad_start(p);
 }
 
 }  // namespace galfast

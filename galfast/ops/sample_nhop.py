@@ -190,8 +190,8 @@ def _check_inputs(
     if starts.device != graph.device:
         raise ValueError(f"starts is on {starts.device} but the graph is on {graph.device}")
     _check_int("walk_offset", walk_offset, 0, 2**63 - starts.numel())
-    # The CPU kernel checks every start itself, naming the walk (sample_nhop_bind.cpp): a
-    # second pass here would cost as much as a third of a 1-hop batch.
+    # The CPU kernel checks every start itself as it reads it, naming the first bad walk
+    # (sample_nhop_cpu.cpp): a separate pass here would cost a third of a 1-hop batch.
     if starts.numel() and (starts.device.type != "cpu" or graph.num_edges == 0):
         low, high = (int(v) for v in torch.aminmax(starts))
         if low < 0 or high >= graph.num_nodes:

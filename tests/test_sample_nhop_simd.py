@@ -1,0 +1,113 @@
+"""The CPU walks' two builds agree: the AVX-512 block walks (chosen where the CPU has
+AVX-512F/BW/DQ/VL and the adjacency is int32) and the baseline ones, bit for bit, on every
+awkward shape their lanes and blocks meet: partial lane groups and blocks, walk numbers that
+start a block in the middle of a hash pair, redraws, failed walks, row offsets too large for the
+cache, and out-of-range starts anywhere in the batch. On a CPU without AVX-512 both runs take
+the baseline path and the comparison is trivially true; tests/test_sample_nhop.py checks
+whichever path runs against the Python reference."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+import torch
+from test_sample_nhop import GRAPHS, SEED, all_starts
+
+from galfast import Graph
+from galfast._native import _C
+from galfast.ops import sample_nhop
+
+
+def both_builds(run):
+    """(result with the AVX-512 walks allowed, result with the baseline walks only)."""
+    fast = run()
+    before = _C.set_sample_nhop_simd(False)
+    try:
+        baseline = run()
+    finally:
+        _C.set_sample_nhop_simd(before)
+    return fast, baseline
+
+
+def assert_same(a, b):
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+
+
+@pytest.mark.parametrize("hops", [1, 2, 3, 5, 9])
+@pytest.mark.parametrize("mode", ["paper", "simple"])
+@pytest.mark.parametrize("name", list(GRAPHS))
+def test_simd_and_baseline_walks_agree(name, mode, hops):
+    graph, _ = GRAPHS[name]()
+    # 1,000 + a few walks: several blocks of 128, a last block and lane group cut short
+    starts = torch.tensor(all_starts(graph.num_nodes, 3 + 1000 // graph.num_nodes)[:1003])
+    for offset in (0, 1, 2**40 + 7):  # an odd offset starts every block mid-pair
+        fast, baseline = both_builds(
+            lambda offset=offset: sample_nhop(
+                graph, starts, hops, seed=SEED, mode=mode, return_paths=True, walk_offset=offset
+            )
+        )
+        assert_same(fast, baseline)
+
+
+@pytest.mark.parametrize("count", [1, 15, 16, 17, 127, 128, 129, 255, 257])
+def test_partial_groups_and_blocks(count):
+    graph, _ = GRAPHS["hub"]()
+    starts = torch.tensor(all_starts(graph.num_nodes, 1)[:count])
+    fast, baseline = both_builds(
+        lambda: sample_nhop(graph, starts, 3, seed=SEED, return_paths=True, walk_offset=count)
+    )
+    assert_same(fast, baseline)
+    # a prefix of the batch is walked as in the whole batch, however the blocks fall
+    assert_same(
+        sample_nhop(
+            graph, starts[: count // 2], 3, seed=SEED, return_paths=True, walk_offset=count
+        ),
+        (fast[0][: count // 2], fast[1][: count // 2]),
+    )
+
+
+def test_redraws_and_failures_in_every_lane():
+    # a triangle with a tail: paper walks often draw a node already on the path (redraws) and
+    # simple walks get stuck (failures), in every lane position
+    graph = Graph.from_edge_index(
+        torch.tensor([[0, 1, 1, 2, 2, 0, 2, 3], [1, 0, 2, 1, 0, 2, 3, 2]]), 4
+    )
+    starts = torch.tensor([random.Random(1).randrange(4) for _ in range(3000)])
+    for mode in ("paper", "simple"):
+        fast, baseline = both_builds(
+            lambda mode=mode: sample_nhop(graph, starts, 3, seed=SEED, mode=mode, return_paths=True)
+        )
+        assert_same(fast, baseline)
+        assert (fast[0] == -1).any() and (fast[0] >= 0).any()
+
+
+def test_row_offsets_beyond_the_cache():
+    # above 2^17 nodes the row offsets are read in a prefetched loop of their own
+    num_nodes = 150_000
+    edges = np.random.default_rng(7).integers(0, num_nodes, size=(2, 300_000))
+    graph = Graph.from_edge_index(torch.from_numpy(edges), num_nodes, symmetrize=True)
+    starts = torch.from_numpy(np.random.default_rng(8).integers(0, num_nodes, 5000))
+    fast, baseline = both_builds(
+        lambda: sample_nhop(graph, starts, 4, seed=SEED, return_paths=True, walk_offset=3)
+    )
+    assert_same(fast, baseline)
+
+
+@pytest.mark.parametrize("bad_walk", [0, 5, 128, 129, 4999])
+@pytest.mark.parametrize("bad_value", [-1, 40, 2**40])
+def test_out_of_range_start_is_named_by_both_builds(bad_walk, bad_value):
+    graph, _ = GRAPHS["undirected"]()
+    starts = torch.tensor(all_starts(graph.num_nodes, 125)[:5000])
+    starts[bad_walk] = bad_value
+    starts[min(bad_walk + 300, 4999)] = -7  # a later bad start is not the one named
+    if bad_walk == 4999:
+        starts[4999] = bad_value
+    message = f"start {bad_value} of walk {bad_walk} "
+
+    def run():
+        with pytest.raises(ValueError, match=message):
+            sample_nhop(graph, starts, 2, seed=SEED)
+
+    both_builds(run)
