@@ -8,7 +8,7 @@ from ref_aggregate import aggregate_ref
 from galfast import Graph
 from galfast._native import _C
 from galfast.ops import aggregate
-from galfast.ops.aggregate import _tile_offsets, launch_aggregate
+from galfast.ops.aggregate import launch_aggregate
 
 REDUCES = ["sum", "mean", "max"]
 NORMS = [None, "gcn"]
@@ -155,14 +155,7 @@ def test_opcheck():
     for mode in (_C.AggMode.SUM, _C.AggMode.MAX):
         int32 = mode == _C.AggMode.SUM  # int32 index copies only for the sum
         col32, row32 = (g.col.int(), csc_row.int()) if int32 else (None, None)
-        # Column tiles of 4 nodes (the CPU sum's cache-blocked path), for the sum only.
-        tiles, csc_tiles = (
-            (_tile_offsets(g.rowptr, g.col, 12, 4), _tile_offsets(colptr, csc_row, 12, 4))
-            if int32
-            else (None, None)
-        )
-        graph = (g.rowptr, g.col, col32, tiles, g.row, empty)
-        graph += (colptr, csc_row, row32, csc_tiles, csc_edge_id, empty)
+        graph = (g.rowptr, g.col, col32, g.row, empty, colptr, csc_row, row32, csc_edge_id, empty)
         args = (*graph, x, w, None, None, int(mode))
         torch.library.opcheck(torch.ops.galfast.aggregate.default, args)
 
@@ -175,12 +168,12 @@ def test_opcheck_kernel_ops():
     w = torch.rand(g.num_edges, dtype=torch.float64)
     empty = g.rowptr.new_empty(0)
     _, arg = launch_aggregate(
-        g.rowptr, g.col, None, None, None, w, None, None, empty, x, None, int(_C.AggMode.MAX)
+        g.rowptr, g.col, None, None, w, None, None, empty, x, None, int(_C.AggMode.MAX)
     )
     assert arg.shape == (12, 5)
     csc = g.csc
     masked = (
-        *(csc.colptr, csc.row, None, None, csc.edge_id, w, None, None, empty, x, arg),
+        *(csc.colptr, csc.row, None, csc.edge_id, w, None, None, empty, x, arg),
         int(_C.AggMode.MASKED_SUM),
     )
     torch.library.opcheck(torch.ops.galfast.aggregate_kernel.default, masked)

@@ -25,14 +25,9 @@ enum class AggMode : int {
 constexpr int64_t kHubDegree = 256;
 
 struct AggregateParams {
-  const int64_t* rowptr = nullptr;  // [num_rows + 1]
-  const int64_t* col = nullptr;     // [nnz]
-  const int32_t* col32 = nullptr;   // [nnz] col as int32 for the CPU sum, or null
-  // CPU sum only, or null: the column tiles of aggregate_sum_tiled_cpu.h, tile-major
-  // [num_tiles + 1, num_rows]: row r's edges whose col lies in tile t are
-  // [tile_ptr[t * num_rows + r], tile_ptr[(t + 1) * num_rows + r]).
-  const int32_t* tile_ptr = nullptr;
-  int64_t num_tiles = 0;
+  const int64_t* rowptr = nullptr;    // [num_rows + 1]
+  const int64_t* col = nullptr;       // [nnz]
+  const int32_t* col32 = nullptr;     // [nnz] col as int32 for the CPU sum, or null
   const int64_t* edge_id = nullptr;   // [nnz] or null
   const void* weight = nullptr;       // [nnz] by edge id, dtype of x, or null
   const void* row_scale = nullptr;    // [num_rows] accumulation type, or null

@@ -10,8 +10,6 @@ void check(const AggregateParams& p) {
   require(p.num_rows >= 0 && p.num_cols >= 0 && p.num_features >= 0 && p.num_edges >= 0 &&
               p.num_hub_rows >= 0,
           "aggregate: negative size");
-  require(!p.tile_ptr || (p.mode == AggMode::kSum && p.num_tiles > 0 && p.num_edges <= INT32_MAX),
-          "aggregate: tile_ptr needs the sum mode, num_tiles > 0 and fewer than 2^31 edges");
   require(p.mode == AggMode::kSum || p.mode == AggMode::kMax || p.mode == AggMode::kMaskedSum,
           "aggregate: unknown mode");
   require(known_dtype(p.dtype), "aggregate: unknown dtype");
@@ -50,7 +48,6 @@ void bind_aggregate(py::module_& m) {
   py::class_<AggregateParams> agg(m, "AggregateParams");
   agg.def(py::init<>())
       .def_readwrite("num_hub_rows", &AggregateParams::num_hub_rows)
-      .def_readwrite("num_tiles", &AggregateParams::num_tiles)
       .def_readwrite("num_edges", &AggregateParams::num_edges)
       .def_readwrite("num_rows", &AggregateParams::num_rows)
       .def_readwrite("num_cols", &AggregateParams::num_cols)
@@ -60,7 +57,6 @@ void bind_aggregate(py::module_& m) {
   pointer_field(agg, "rowptr", &AggregateParams::rowptr);
   pointer_field(agg, "col", &AggregateParams::col);
   pointer_field(agg, "col32", &AggregateParams::col32);
-  pointer_field(agg, "tile_ptr", &AggregateParams::tile_ptr);
   pointer_field(agg, "edge_id", &AggregateParams::edge_id);
   pointer_field(agg, "weight", &AggregateParams::weight);
   pointer_field(agg, "row_scale", &AggregateParams::row_scale);

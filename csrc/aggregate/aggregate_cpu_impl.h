@@ -20,7 +20,7 @@
 
 #include "aggregate/aggregate.h"
 #include "aggregate/aggregate_row.h"
-#include "aggregate/aggregate_sum_rows_cpu.h"
+#include "aggregate/aggregate_sum_cpu.h"
 #include "common/csr_check.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"

@@ -1,10 +1,8 @@
-// The row kernel of sum-mode aggregation (sum, mean and gcn) on the CPU: one row's edges (or a
-// part of them) in register tiles. aggregate_sum_rows_cpu.h runs it over the rows, directly or
-// in column tiles (aggregate_sum_tiled_cpu.h); all of it is compiled inside the instruction-set
-// namespace of aggregate_cpu_impl.h.
+// The CPU kernel of sum-mode aggregation (sum, mean and gcn), included by aggregate_cpu_impl.h
+// inside its instruction-set namespace.
 //
-// Thread mapping: one thread reduces a whole row; the features are covered by register tiles of
-// at most 256 bytes, one pass over the row's edges per tile.
+// Thread mapping: one thread reduces a whole row (for_each_row's chunks); the features are
+// covered by register tiles of at most 256 bytes, one pass over the row's edges per tile.
 //
 // Why it is shaped this way (issue 19): with one set of accumulators per row, every edge's
 // FMA waits for the previous edge's (4 cycles), so narrow rows ran at one edge per 4+ cycles
@@ -22,10 +20,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
 #include "aggregate/aggregate.h"
+#include "common/parallel.h"
 #include "common/prefetch.h"
 
 // GCC warns (baseline build) that a 32-byte vector returned by value changes the ABI without
@@ -120,18 +121,16 @@ struct SumKind {
 };
 constexpr int64_t kPrefetchFrom = int64_t(1) << 20;  // bytes of x
 
-// Sums edges [begin, end) of row r over kVecs vectors of kLanes features from f0 and, with
-// kTail, one more vector ending at the row's last feature, in one pass over the edges. Stores
-// the sum times row_scale, or with kAccumulate adds the plain sum to what out holds (a part of
-// the row's edges: aggregate_sum_tiled_cpu.h).
-template <typename T, typename Kind, bool kAccumulate, int kLanes, int kVecs, bool kTail>
+// Sums row r over kVecs vectors of kLanes features from f0 and, with kTail, one more vector
+// ending at the row's last feature, in one pass over the row's edges.
+template <typename T, typename Kind, int kLanes, int kVecs, bool kTail>
 [[gnu::always_inline]] inline void sum_tile(const SumRows<T, typename Kind::Index>& s, int64_t r,
-                                            int64_t f0, int64_t begin, int64_t end) {
+                                            int64_t f0) {
   using V = Vec<T, kLanes>;
   constexpr int kPieces = kVecs + (kTail ? 1 : 0);
   constexpr int kPieceRegisters = sizeof(V) > kRegisterBytes ? sizeof(V) / kRegisterBytes : 1;
   constexpr int kSets = sets_for(kPieces * kPieceRegisters);
-  const int64_t F = s.num_features;
+  const int64_t F = s.num_features, begin = s.rowptr[r], end = s.rowptr[r + 1];
   // Piece j covers features [offset[j], offset[j] + kLanes).
   int64_t offset[kPieces];
   for (int j = 0; j < kVecs; ++j) offset[j] = f0 + j * kLanes;
@@ -169,63 +168,113 @@ template <typename T, typename Kind, bool kAccumulate, int kLanes, int kVecs, bo
     }
   }
   T* __restrict out = s.out + r * F;
-  if constexpr (kAccumulate) {
-    // Every piece is read before any is written: the tail overlaps the piece before it, and
-    // both write the same sums there.
-    V before[kPieces];
-    for (int j = 0; j < kPieces; ++j) before[j] = load<V>(out + offset[j]);
-    for (int j = 0; j < kPieces; ++j) {
-      V v = before[j] + acc[0][j];
-      if constexpr (kTail && kLanes > 1) {
-        // The tail's lanes before f0 are features an earlier tile of this row already added.
-        if (j == kVecs) {
-          for (int64_t lane = 0; lane < f0 - offset[j]; ++lane) v[lane] = before[j][lane];
-        }
-      }
-      std::memcpy(out + offset[j], &v, sizeof(V));
-    }
-  } else {
-    const T rs = s.row_scale ? s.row_scale[r] : T(1);
-    for (int j = 0; j < kPieces; ++j) {
-      const V v = rs * acc[0][j];
-      std::memcpy(out + offset[j], &v, sizeof(V));
-    }
+  const T rs = s.row_scale ? s.row_scale[r] : T(1);
+  for (int j = 0; j < kPieces; ++j) {
+    const V v = rs * acc[0][j];
+    std::memcpy(out + offset[j], &v, sizeof(V));
   }
 }
 
-// Edges [begin, end) of row r: whole 256-byte tiles, then one pass over what is left (see the
-// header comment); kAccumulate as in sum_tile.
-template <typename T, typename Kind, bool kAccumulate = false>
-void sum_row(const SumRows<T, typename Kind::Index>& s, int64_t r, int64_t begin, int64_t end) {
+// Row r: whole 256-byte tiles, then one pass over what is left (see the header comment).
+template <typename T, typename Kind>
+void sum_row(const SumRows<T, typename Kind::Index>& s, int64_t r) {
   constexpr int kLanes = kVectorBytes / static_cast<int>(sizeof(T));
   constexpr int kMaxVecs = kMaxTileBytes / kVectorBytes;
   const int64_t F = s.num_features;
   int64_t f0 = 0;
   for (; F - f0 > kMaxVecs * kLanes; f0 += kMaxVecs * kLanes) {
-    sum_tile<T, Kind, kAccumulate, kLanes, kMaxVecs, false>(s, r, f0, begin, end);
+    sum_tile<T, Kind, kLanes, kMaxVecs, false>(s, r, f0);
   }
   const int64_t rest = F - f0;
   if (F < kLanes / 2) {
     // Narrower than half a vector: one scalar accumulator per feature (F = 1..3 in float).
     dispatch<kLanes / 2 - 1>(F, [&](auto width) {
-      if constexpr (width > 0) sum_tile<T, Kind, kAccumulate, 1, width, false>(s, r, 0, begin, end);
+      if constexpr (width > 0) sum_tile<T, Kind, 1, width, false>(s, r, 0);
     });
   } else if (F < kLanes) {
     // Half a vector, and its overlapping twin when F is not exactly that.
-    if (F == kLanes / 2) {
-      return sum_tile<T, Kind, kAccumulate, kLanes / 2, 1, false>(s, r, 0, begin, end);
-    }
-    sum_tile<T, Kind, kAccumulate, kLanes / 2, 1, true>(s, r, 0, begin, end);
+    if (F == kLanes / 2) return sum_tile<T, Kind, kLanes / 2, 1, false>(s, r, 0);
+    sum_tile<T, Kind, kLanes / 2, 1, true>(s, r, 0);
   } else {
     dispatch<kMaxVecs>(rest / kLanes, [&](auto vecs) {
-      if (rest % kLanes != 0) {
-        return sum_tile<T, Kind, kAccumulate, kLanes, vecs, true>(s, r, f0, begin, end);
-      }
-      if constexpr (vecs > 0) {
-        sum_tile<T, Kind, kAccumulate, kLanes, vecs, false>(s, r, f0, begin, end);
-      }
+      if (rest % kLanes != 0) return sum_tile<T, Kind, kLanes, vecs, true>(s, r, f0);
+      if constexpr (vecs > 0) sum_tile<T, Kind, kLanes, vecs, false>(s, r, f0);
     });
   }
+}
+
+// An uninitialised array of n T on whole cache lines (as torch aligns x: a 64-byte row then
+// spans one line, not two), freed by FreeDeleter.
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+template <typename T>
+T* cache_aligned_array(int64_t n) {
+  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
+  void* p = std::aligned_alloc(kCacheLine, (bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
+  if (!p && bytes > 0) throw std::bad_alloc();
+  return static_cast<T*>(p);
+}
+
+// Whether pre-scaling x by col_scale (one multiply per source feature) costs less than the
+// per-edge gather and multiply it saves.
+inline bool fold_pays(const AggregateParams& p) {
+  return p.col_scale && p.num_edges >= 2 * p.num_cols;
+}
+
+template <typename T, typename Index, typename CheckChunk>
+void sum_rows_by(const AggregateParams& p, const Index* col, const CheckChunk& check) {
+  SumRows<T, Index> s{p.rowptr,
+                      col,
+                      p.edge_id,
+                      static_cast<const T*>(p.weight),
+                      static_cast<const T*>(p.row_scale),
+                      static_cast<const T*>(p.col_scale),
+                      static_cast<const T*>(p.x),
+                      static_cast<T*>(p.out),
+                      p.num_features};
+  std::unique_ptr<T, FreeDeleter> scaled;
+  if (fold_pays(p)) {
+    const int64_t F = p.num_features;
+    scaled.reset(cache_aligned_array<T>(p.num_cols * F));
+    T* __restrict dst = scaled.get();
+#pragma omp parallel for schedule(static) num_threads(max_threads())
+    for (int64_t c = 0; c < p.num_cols; ++c) {
+      for (int64_t k = 0; k < F; ++k) dst[c * F + k] = s.col_scale[c] * s.x[c * F + k];
+    }
+    s.x = scaled.get();
+    s.col_scale = nullptr;
+  }
+  const bool factor = s.col_scale || s.weight;
+  const bool prefetch = p.num_cols * p.num_features * int64_t(sizeof(T)) > kPrefetchFrom;
+  const auto run = [&](auto kind) {
+    using Kind = decltype(kind);
+    for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { sum_row<T, Kind>(s, r); });
+  };
+  if constexpr (std::is_same_v<Index, int64_t> || std::is_same_v<T, double>) {
+    run(SumKind<T, Index, true, true>());  // the generic variant: see kReadsCol32
+  } else if (factor) {
+    prefetch ? run(SumKind<T, Index, true, true>()) : run(SumKind<T, Index, true, false>());
+  } else {
+    prefetch ? run(SumKind<T, Index, false, true>()) : run(SumKind<T, Index, false, false>());
+  }
+}
+
+// Whether this build's sum kernel reads col32 (when given) instead of col. The AVX2 build
+// specialises float with the int32 index (what Python passes on CPU) by edge factor and
+// prefetch; the rest (int64 index, double) gets one generic variant (a factor of 1 where there
+// is none, prefetch), the only one the baseline build (CPUs before AVX2) compiles: each
+// variant adds to the build time.
+#if defined(__AVX2__)
+constexpr bool kReadsCol32 = true;
+#else
+constexpr bool kReadsCol32 = false;
+#endif
+
+template <typename T, typename CheckChunk>
+void sum_rows(const AggregateParams& p, const CheckChunk& check) {
+  if (kReadsCol32 && p.col32) return sum_rows_by<T>(p, p.col32, check);
+  sum_rows_by<T>(p, p.col, check);
 }
 
 }  // namespace

@@ -34,7 +34,6 @@ def launch_aggregate(
     rowptr: Tensor,
     col: Tensor,
     col32: Optional[Tensor],
-    tile_ptr: Optional[Tensor],
     edge_id: Optional[Tensor],
     weight: Optional[Tensor],
     row_scale: Optional[Tensor],
@@ -46,12 +45,10 @@ def launch_aggregate(
 ) -> tuple[Tensor, Tensor]:
     """out[r] = reduce_e w_e * x[col[e]] over CSR row r; returns (out, arg) where arg holds the
     winning edge id for max and is empty otherwise (csrc/aggregate/aggregate.h). `col32`, the
-    same indices as int32 or None, is what the CPU sum reads instead of `col` when given;
-    `tile_ptr` (:func:`column_tiles`, or None) makes the CPU sum run over column tiles."""
+    same indices as int32 or None, is what the CPU sum reads instead of `col` when given."""
     out, arg = _aggregate_outputs(rowptr, x, mode)
     p = _C.AggregateParams()
     p.rowptr, p.col, p.col32 = rowptr.data_ptr(), col.data_ptr(), ptr(col32)
-    p.tile_ptr, p.num_tiles = ptr(tile_ptr), 0 if tile_ptr is None else tile_ptr.size(0) - 1
     p.edge_id = ptr(edge_id)
     p.weight, p.row_scale, p.col_scale = ptr(weight), ptr(row_scale), ptr(col_scale)
     p.x, p.out, p.arg, p.mask_arg = x.data_ptr(), out.data_ptr(), arg.data_ptr(), ptr(mask_arg)
@@ -104,13 +101,11 @@ def _aggregate_forward(
     rowptr: Tensor,
     col: Tensor,
     col32: Optional[Tensor],
-    tile_ptr: Optional[Tensor],
     row: Tensor,
     hub_rows: Tensor,
     colptr: Tensor,
     csc_row: Tensor,
     csc_row32: Optional[Tensor],
-    csc_tile_ptr: Optional[Tensor],
     csc_edge_id: Tensor,
     csc_hub_rows: Tensor,
     x: Tensor,
@@ -121,18 +116,7 @@ def _aggregate_forward(
 ) -> tuple[Tensor, Tensor]:
     """The aggregate kernel on the graph; the other inputs (row, the transpose) are for backward."""
     return launch_aggregate(
-        rowptr,
-        col,
-        col32,
-        tile_ptr,
-        None,
-        edge_weight,
-        row_scale,
-        col_scale,
-        hub_rows,
-        x,
-        None,
-        mode,
+        rowptr, col, col32, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
     )
 
 
@@ -149,13 +133,11 @@ def _backward(ctx, grad_out, _grad_arg):
         rowptr,
         col,
         _col32,
-        _tile_ptr,
         row,
         _hub_rows,
         colptr,
         csc_row,
         csc_row32,
-        csc_tile_ptr,
         csc_edge_id,
         csc_hub_rows,
         x,
@@ -171,13 +153,12 @@ def _backward(ctx, grad_out, _grad_arg):
         (launch_aggregate, launch_edge_grad) if eager else (_aggregate_kernel_op, _edge_grad_op)
     )
     grad_x = grad_w = None
-    if ctx.needs_input_grad[12]:
+    if ctx.needs_input_grad[10]:
         # The same kernel on the transpose: source j gathers from its targets; scales swap sides.
         grad_x, _ = aggregate_kernel(
             colptr,
             csc_row,
-            csc_row32,  # None for max: the int32 copy and tiles are made for the sum only
-            csc_tile_ptr,
+            csc_row32,  # None for max: the int32 copy is made for the sum only
             csc_edge_id,
             edge_weight,
             col_scale,
@@ -187,17 +168,17 @@ def _backward(ctx, grad_out, _grad_arg):
             arg if is_max else None,
             _MASKED_SUM if is_max else _SUM,
         )
-    if edge_weight is not None and ctx.needs_input_grad[13]:
+    if edge_weight is not None and ctx.needs_input_grad[11]:
         grad_w = edge_grad(
             rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None
         )
-    return (None,) * 12 + (grad_x, grad_w, None, None, None)
+    return (None,) * 10 + (grad_x, grad_w, None, None, None)
 
 
 _aggregate_op.register_autograd(_backward, setup_context=_setup_context)
-# The twelve graph tensors, which never need a gradient, travel as one tuple (see _eager.py).
+# The ten graph tensors, which never need a gradient, travel as one tuple (see _eager.py).
 _AggregateEager = eager_function(
-    _aggregate_forward, _setup_context, _backward, static=12, backward_only_outputs=True
+    _aggregate_forward, _setup_context, _backward, static=10, backward_only_outputs=True
 )
 
 
@@ -340,42 +321,22 @@ def apply_aggregate(
     # The CPU sum streams int32 indices where they fit (made on the host: not while tracing).
     int32 = mode == _SUM and not on_cuda and not traced
     col32 = int32_index(structure, "col", structure.col) if int32 else None
-    row_bytes = x.size(1) * x.element_size()
-    tiles = (
-        column_tiles(structure, "col", structure.rowptr, structure.col, x.size(0), row_bytes)
-        if int32
-        else None
-    )
     if not traced and not wants_grad:
         hub_rows = structure.hub_rows() if on_cuda else empty
         rowptr, col = structure.rowptr, structure.col
         return launch_aggregate(
-            rowptr,
-            col,
-            col32,
-            tiles,
-            None,
-            edge_weight,
-            row_scale,
-            col_scale,
-            hub_rows,
-            x,
-            None,
-            mode,
+            rowptr, col, col32, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
         )[0]
     colptr, csc_row, csc_edge_id = transpose_of(structure)
-    num_rows = structure.rowptr.numel() - 1
     graph_tensors = (
         structure.rowptr,
         structure.col,
         col32,
-        tiles,
         structure.row,
         structure.hub_rows() if on_cuda else empty,
         colptr,
         csc_row,
         int32_index(structure, "csc_row", csc_row) if int32 else None,
-        column_tiles(structure, "csc_row", colptr, csc_row, num_rows, row_bytes) if int32 else None,
         csc_edge_id,
         structure.hub_rows(transposed=True) if on_cuda else empty,
     )
@@ -401,55 +362,6 @@ def int32_index(structure: Any, name: str, index: Tensor) -> Optional[Tensor]:
     after the copy was made is not seen by the sum (as the walk's private adjacency). Not for
     traced code: the range check reads the values on the host."""
     return structure.cached(("int32", name), lambda: _int32_copy(index))
-
-
-# Column tiles of the CPU sum (csrc/aggregate/aggregate_sum_tiled_cpu.h): a tile's rows of x
-# take at most this many bytes (of the 48 KiB L1d of the machines measured: the rest holds the
-# indices and output rows), and tiles are used only where the rows average at least this many
-# edges per (row, tile) pair: each pair reads and writes its output row once (see
-# docs/benchmarks.md, "CPU sum over column tiles").
-_TILE_BYTES = 32 * 1024
-_MIN_EDGES_PER_TILE = float("inf")  # off: slower at every F measured (the benchmarks)
-
-
-def column_tiles(
-    structure: Any, name: str, ptr: Tensor, index: Tensor, num_cols: int, row_bytes: int
-) -> Optional[Tensor]:
-    """The column tiles of the CPU sum over `structure`'s CSR (``ptr``, ``index``, called
-    `name`) for rows of x of `row_bytes` bytes: int32 ``[num_tiles + 1, num_rows]`` offsets,
-    row r's edges in tile t being ``[tiles[t, r], tiles[t + 1, r])``, where tile t holds the
-    columns ``[t * w, (t + 1) * w)`` whose rows fit in ``_TILE_BYTES``; or None where tiles do
-    not pay (x fits in one tile, too few edges per row and tile, 2^31 edges or more) or do not
-    apply (a row's indices not sorted by tile). Cached on the structure per tile width, like
-    :func:`int32_index`; the kernel checks on every call that the tiles cover each row's edges.
-    Not for traced code (the checks read values on the host)."""
-    tile_cols = max(1, _TILE_BYTES // max(1, row_bytes))
-    num_tiles = -(-num_cols // tile_cols)
-    num_rows = ptr.numel() - 1
-    if num_tiles < 2 or index.numel() < _MIN_EDGES_PER_TILE * num_tiles * num_rows:
-        return None
-    if index.numel() > torch.iinfo(torch.int32).max:
-        return None
-    return structure.cached(
-        ("tiles", name, tile_cols), lambda: _tile_offsets(ptr, index, num_cols, tile_cols)
-    )
-
-
-def _tile_offsets(ptr: Tensor, index: Tensor, num_cols: int, tile_cols: int) -> Optional[Tensor]:
-    num_rows, num_edges = ptr.numel() - 1, index.numel()
-    if int(index.min()) < 0 or int(index.max()) >= num_cols:
-        return None  # an edited index: the kernel reads and checks the plain one
-    num_tiles = -(-num_cols // tile_cols)
-    rows = torch.arange(num_rows, device=ptr.device)
-    rows = torch.repeat_interleave(rows, ptr.diff(), output_size=num_edges)
-    key = rows * num_tiles + index // tile_cols
-    if bool((key[1:] < key[:-1]).any()):
-        return None  # a row's edges are not in tile order: tiles would need a permutation
-    counts = torch.bincount(key, minlength=num_rows * num_tiles).view(num_rows, num_tiles)
-    offsets = ptr.new_empty(num_tiles + 1, num_rows)
-    offsets[0] = ptr[:-1]
-    offsets[1:] = (ptr[:-1].unsqueeze(1) + counts.cumsum(1)).t()
-    return offsets.to(torch.int32)
 
 
 def _int32_copy(index: Tensor) -> Optional[Tensor]:
