@@ -12,7 +12,8 @@
 // row_scale multiplies the finished row, not each edge; col_scale is folded into a pre-scaled
 // copy of x when the graph has enough edges per source to repay it. A feature count that is no
 // multiple of the vector width ends with one vector overlapping the tile before it (the shared
-// features are written twice), so no row needs a second, scalar pass. The indices are read as
+// features are written twice), or, reading the pre-scaled copy, with one more aligned vector
+// over rows padded with zeros; so no row needs a second, scalar pass. The indices are read as
 // int32 where Python passes that copy (col32: half the bytes streamed per edge), and rows of x
 // are prefetched only when x is too big for L2 to hold it.
 #pragma once
@@ -89,6 +90,7 @@ struct SumRows {
   const T* x;
   T* out;
   int64_t num_features;
+  int64_t x_stride;  // elements from one row of x to the next: num_features, or padded
 };
 
 // Vector types of GCC's vector extension (one register of each width in the AVX2 build, two
@@ -112,29 +114,38 @@ template <typename V>
 }
 
 // The variant of the sum kernel: Index, whether edges carry a factor (weight and/or col_scale;
-// without one each edge is a plain add) and whether the rows of x kPrefetchEdges ahead are
-// prefetched (worth its instructions only when x does not fit in L2: kPrefetchFrom).
-template <typename T, typename IndexT, bool kFactorV, bool kPrefetchV>
+// without one each edge is a plain add), whether the rows of x kPrefetchEdges ahead are
+// prefetched (worth its instructions only when x does not fit in L2: kPrefetchFrom) and whether
+// it reads a padded x (Tail::kPadded) where x_stride says so.
+template <typename T, typename IndexT, bool kFactorV, bool kPrefetchV, bool kPaddedV = false>
 struct SumKind {
   using Index = IndexT;
-  static constexpr bool kFactor = kFactorV, kPrefetch = kPrefetchV;
+  static constexpr bool kFactor = kFactorV, kPrefetch = kPrefetchV, kPadded = kPaddedV;
 };
 constexpr int64_t kPrefetchFrom = int64_t(1) << 20;  // bytes of x
 
-// Sums row r over kVecs vectors of kLanes features from f0 and, with kTail, one more vector
-// ending at the row's last feature, in one pass over the row's edges.
-template <typename T, typename Kind, int kLanes, int kVecs, bool kTail>
+// How a tile ends when the features are no multiple of the vector width: no tail, one more
+// vector ending at the row's last feature (overlapping the one before it; the shared features
+// are stored twice, with the same sums), or one more vector reading into the zero padding of a
+// padded copy of x (x_stride > num_features), of which only the row's features are stored.
+enum class Tail { kNone, kOverlap, kPadded };
+
+// Sums row r over kVecs vectors of kLanes features from f0 and a kTail vector, in one pass over
+// the row's edges.
+template <typename T, typename Kind, int kLanes, int kVecs, Tail kTail>
 [[gnu::always_inline]] inline void sum_tile(const SumRows<T, typename Kind::Index>& s, int64_t r,
                                             int64_t f0) {
   using V = Vec<T, kLanes>;
-  constexpr int kPieces = kVecs + (kTail ? 1 : 0);
+  constexpr int kPieces = kVecs + (kTail == Tail::kNone ? 0 : 1);
   constexpr int kPieceRegisters = sizeof(V) > kRegisterBytes ? sizeof(V) / kRegisterBytes : 1;
   constexpr int kSets = sets_for(kPieces * kPieceRegisters);
   const int64_t F = s.num_features, begin = s.rowptr[r], end = s.rowptr[r + 1];
   // Piece j covers features [offset[j], offset[j] + kLanes).
   int64_t offset[kPieces];
   for (int j = 0; j < kVecs; ++j) offset[j] = f0 + j * kLanes;
-  if constexpr (kTail) offset[kVecs] = F - kLanes;
+  if constexpr (kTail == Tail::kOverlap) offset[kVecs] = F - kLanes;
+  if constexpr (kTail == Tail::kPadded) offset[kVecs] = f0 + kVecs * kLanes;
+  const int64_t stride = s.x_stride;
   const T* __restrict x = s.x;
   V acc[kSets][kPieces];
   for (int set = 0; set < kSets; ++set) {
@@ -142,11 +153,11 @@ template <typename T, typename Kind, int kLanes, int kVecs, bool kTail>
   }
   const auto add_edge = [&](auto set, int64_t e) __attribute__((always_inline)) {
     if (Kind::kPrefetch && e + kPrefetchEdges < end) {
-      const T* ahead = x + s.col[e + kPrefetchEdges] * F;
+      const T* ahead = x + s.col[e + kPrefetchEdges] * stride;
       prefetch_span(ahead + f0, kVecs * kLanes);
-      if constexpr (kTail) prefetch_line(ahead + F - 1);
+      if constexpr (kTail != Tail::kNone) prefetch_line(ahead + F - 1);
     }
-    const T* __restrict xr = x + s.col[e] * F;
+    const T* __restrict xr = x + s.col[e] * stride;
     if constexpr (Kind::kFactor) {
       const int64_t c = s.col[e];
       T w = s.col_scale ? s.col_scale[c] : T(1);
@@ -169,9 +180,16 @@ template <typename T, typename Kind, int kLanes, int kVecs, bool kTail>
   }
   T* __restrict out = s.out + r * F;
   const T rs = s.row_scale ? s.row_scale[r] : T(1);
-  for (int j = 0; j < kPieces; ++j) {
+  for (int j = 0; j < kVecs + (kTail == Tail::kOverlap ? 1 : 0); ++j) {
     const V v = rs * acc[0][j];
     std::memcpy(out + offset[j], &v, sizeof(V));
+  }
+  if constexpr (kTail == Tail::kPadded) {
+    // Lanes past the row's last feature summed the padding: once per row, so a plain copy.
+    T lanes[kLanes];
+    const V v = rs * acc[0][kVecs];
+    std::memcpy(lanes, &v, sizeof(V));
+    for (int64_t k = 0; k < F - offset[kVecs]; ++k) out[offset[kVecs] + k] = lanes[k];
   }
 }
 
@@ -183,22 +201,30 @@ void sum_row(const SumRows<T, typename Kind::Index>& s, int64_t r) {
   const int64_t F = s.num_features;
   int64_t f0 = 0;
   for (; F - f0 > kMaxVecs * kLanes; f0 += kMaxVecs * kLanes) {
-    sum_tile<T, Kind, kLanes, kMaxVecs, false>(s, r, f0);
+    sum_tile<T, Kind, kLanes, kMaxVecs, Tail::kNone>(s, r, f0);
   }
   const int64_t rest = F - f0;
   if (F < kLanes / 2) {
     // Narrower than half a vector: one scalar accumulator per feature (F = 1..3 in float).
     dispatch<kLanes / 2 - 1>(F, [&](auto width) {
-      if constexpr (width > 0) sum_tile<T, Kind, 1, width, false>(s, r, 0);
+      if constexpr (width > 0) sum_tile<T, Kind, 1, width, Tail::kNone>(s, r, 0);
     });
   } else if (F < kLanes) {
     // Half a vector, and its overlapping twin when F is not exactly that.
-    if (F == kLanes / 2) return sum_tile<T, Kind, kLanes / 2, 1, false>(s, r, 0);
-    sum_tile<T, Kind, kLanes / 2, 1, true>(s, r, 0);
+    if (F == kLanes / 2) return sum_tile<T, Kind, kLanes / 2, 1, Tail::kNone>(s, r, 0);
+    sum_tile<T, Kind, kLanes / 2, 1, Tail::kOverlap>(s, r, 0);
   } else {
     dispatch<kMaxVecs>(rest / kLanes, [&](auto vecs) {
-      if (rest % kLanes != 0) return sum_tile<T, Kind, kLanes, vecs, true>(s, r, f0);
-      if constexpr (vecs > 0) sum_tile<T, Kind, kLanes, vecs, false>(s, r, f0);
+      if (rest % kLanes == 0) {
+        if constexpr (vecs > 0) sum_tile<T, Kind, kLanes, vecs, Tail::kNone>(s, r, f0);
+      } else if (Kind::kPadded && s.x_stride > F) {
+        // Only the padded kinds compile this tile (each variant adds to the build time).
+        if constexpr (Kind::kPadded && vecs < kMaxVecs) {
+          sum_tile<T, Kind, kLanes, vecs, Tail::kPadded>(s, r, f0);
+        }
+      } else {
+        sum_tile<T, Kind, kLanes, vecs, Tail::kOverlap>(s, r, f0);
+      }
     });
   }
 }
@@ -232,31 +258,47 @@ void sum_rows_by(const AggregateParams& p, const Index* col, const CheckChunk& c
                       static_cast<const T*>(p.col_scale),
                       static_cast<const T*>(p.x),
                       static_cast<T*>(p.out),
+                      p.num_features,
                       p.num_features};
+  constexpr bool kSpecialised = std::is_same_v<Index, int32_t> && std::is_same_v<T, float>;
   std::unique_ptr<T, FreeDeleter> scaled;
   if (fold_pays(p)) {
     const int64_t F = p.num_features;
-    scaled.reset(cache_aligned_array<T>(p.num_cols * F));
+    // The specialised variants read the copy with rows padded with zeros to whole vectors when
+    // F is no multiple of the vector width and takes one pass: every load is then aligned to 32
+    // bytes and never straddles two cache lines (F = 20: 80-byte rows straddle on about one
+    // load in four), and no vector overlaps another. Each feature's sum is the same, bit for
+    // bit. (Beyond one pass, a tail vector of its own would overlap the pass before it, whose
+    // sums for the shared features it rounds differently, as it has other accumulator sets.)
+    constexpr int64_t kLanes = kVectorBytes / static_cast<int64_t>(sizeof(T));
+    const bool pad =
+        kSpecialised && F > kLanes && F < kMaxTileBytes / int64_t(sizeof(T)) && F % kLanes != 0;
+    const int64_t stride = pad ? (F + kLanes - 1) / kLanes * kLanes : F;
+    scaled.reset(cache_aligned_array<T>(p.num_cols * stride));
     T* __restrict dst = scaled.get();
 #pragma omp parallel for schedule(static) num_threads(max_threads())
     for (int64_t c = 0; c < p.num_cols; ++c) {
-      for (int64_t k = 0; k < F; ++k) dst[c * F + k] = s.col_scale[c] * s.x[c * F + k];
+      for (int64_t k = 0; k < F; ++k) dst[c * stride + k] = s.col_scale[c] * s.x[c * F + k];
+      for (int64_t k = F; k < stride; ++k) dst[c * stride + k] = T(0);
     }
     s.x = scaled.get();
+    s.x_stride = stride;
     s.col_scale = nullptr;
   }
   const bool factor = s.col_scale || s.weight;
-  const bool prefetch = p.num_cols * p.num_features * int64_t(sizeof(T)) > kPrefetchFrom;
+  const bool prefetch = p.num_cols * s.x_stride * int64_t(sizeof(T)) > kPrefetchFrom;
   const auto run = [&](auto kind) {
     using Kind = decltype(kind);
     for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { sum_row<T, Kind>(s, r); });
   };
-  if constexpr (std::is_same_v<Index, int64_t> || std::is_same_v<T, double>) {
+  if constexpr (!kSpecialised) {
     run(SumKind<T, Index, true, true>());  // the generic variant: see kReadsCol32
   } else if (factor) {
-    prefetch ? run(SumKind<T, Index, true, true>()) : run(SumKind<T, Index, true, false>());
+    prefetch ? run(SumKind<T, Index, true, true, true>())
+             : run(SumKind<T, Index, true, false, true>());
   } else {
-    prefetch ? run(SumKind<T, Index, false, true>()) : run(SumKind<T, Index, false, false>());
+    prefetch ? run(SumKind<T, Index, false, true, true>())
+             : run(SumKind<T, Index, false, false, true>());
   }
 }
 
