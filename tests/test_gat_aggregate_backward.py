@@ -27,8 +27,26 @@ GRAPHS = awkward_graphs()
 
 # (heads, features): compiled head counts 1, 2, 4, 8 and run-time ones 3, 5; feature widths
 # with tiles of 32, multiples of 8, 8k + 4 (an overlapping vector), 4 (a half vector) and
-# 1-3 left over.
-SHAPES = [(1, 3), (1, 7), (1, 20), (1, 64), (2, 36), (3, 72), (4, 12), (5, 20), (8, 3), (8, 8)]
+# 1-3 left over. With 2, 4 and 8 heads the column pass takes all heads of an edge at once on
+# feature-major rows: rows padded to whole vectors (4 x 5, 2 x 1, 8 x 1), one tile of
+# vectors or several (8 x 16: two tiles of 8 vectors in float32, four in float64), eight
+# heads over two vectors of doubles.
+SHAPES = [
+    (1, 3),
+    (1, 7),
+    (1, 20),
+    (1, 64),
+    (2, 36),
+    (3, 72),
+    (4, 12),
+    (5, 20),
+    (8, 3),
+    (8, 8),
+    (8, 16),
+    (4, 5),
+    (2, 1),
+    (8, 1),
+]
 
 
 def _graph(name: str) -> galfast.Graph:
@@ -146,7 +164,7 @@ def _determinism_run(heads: int, features: int) -> list[torch.Tensor]:
     return list(_gradients(graph, inputs, upstream, dropout=0.2, seed=4))
 
 
-@pytest.mark.parametrize("heads,features", [(1, 20), (8, 8)])
+@pytest.mark.parametrize("heads,features", [(1, 20), (8, 8), (4, 5)])
 def test_bitwise_deterministic_across_runs_and_thread_counts(tmp_path, heads, features):
     reference = _determinism_run(heads, features)
     assert all(torch.equal(a, b) for a, b in zip(reference, _determinism_run(heads, features)))

@@ -16,6 +16,7 @@
 #include "common/prefetch.h"
 #include "common/vec_exp.h"
 #include "gat/gat.h"
+#include "gat/gat_cpu_backward_heads.h"
 #include "gat/gat_cpu_tiles.h"
 #include "gat/gat_dropout.h"
 #include "gat/gat_row.h"
@@ -49,9 +50,12 @@ T strided_sum(const T* __restrict v, int64_t count, int64_t stride) {
 
 // delta[i, k] = <grad_out[i, k], out[i, k]>, written also into row i's packed terms: what
 // every in-edge of row i reads in the column pass (alpha_dst, lse and delta, [3, heads]), one
-// gathered run per edge there instead of three from three arrays.
+// gathered run per edge there instead of three from three arrays. With all heads at once in
+// the column pass, grad_out[i] is also copied out as a feature-major row
+// (gat_cpu_backward_heads.h).
 template <typename T, int kHeads>
-void backward_delta_row(const GatBackwardParams& p, T* __restrict terms, int64_t i) {
+void backward_delta_row(const GatBackwardParams& p, T* __restrict terms, T* __restrict rows_fm,
+                        int64_t i) {
   const int64_t H = head_count<kHeads>(p), F = p.features;
   const T* __restrict go = static_cast<const T*>(p.grad_out) + i * H * F;
   const T* __restrict out = static_cast<const T*>(p.out) + i * H * F;
@@ -65,20 +69,27 @@ void backward_delta_row(const GatBackwardParams& p, T* __restrict terms, int64_t
     row_terms[H + k] = lse[k];
     row_terms[2 * H + k] = delta[k];
   }
+  if constexpr (kHeadsAtOnce<T, kHeads>) {
+    const int64_t width = feature_major_width<T>(kHeads, F);
+    to_feature_major<T, kHeads>(go, F, width, rows_fm + i * width);
+  }
 }
 
 // Source side, over the transpose: grad_h[j], grad_alpha_src[j], and dz_e parked in
 // edge_grad at each edge's CSC slot (one contiguous run per column). Like the forward: every
-// out-edge's attention is recomputed into scratch (one vectorised exp sweep); per head,
-// weighted_rows then gathers grad_out once per tile for both grad_h[j] = sum of keep * prob *
-// grad_out[i] and the dots <grad_out[i], h[j]> (as lane partials, summed 8 edges at a time);
-// the logit gradients of all heads follow in one vector loop:
+// out-edge's attention is recomputed into scratch (one vectorised exp sweep); then one walk
+// over the edges per tile of features gathers grad_out for both grad_h[j] = sum of keep *
+// prob * grad_out[i] and the dots <grad_out[i], h[j]>: for 2, 4 and 8 heads all heads of an
+// edge at once on feature-major rows (rows_fm, gat_cpu_backward_heads.h), otherwise head by
+// head (weighted_rows, the dots as lane partials summed 8 edges at a time); the logit
+// gradients of all heads follow in one vector loop:
 //   dz = (keep * prob * dot - prob * delta) * slope.
 template <typename T, int kHeads>
 void backward_col(const GatBackwardParams& p, const AttentionDropout& drop,
-                  const T* __restrict terms, int64_t j) {
+                  const T* __restrict terms, const T* __restrict rows_fm, int64_t j) {
   const int64_t H = head_count<kHeads>(p), F = p.features, HF = H * F;
   constexpr int kLanes = kLaneCount<T>;
+  constexpr bool kAtOnce = kHeadsAtOnce<T, kHeads>;
   const T slope = static_cast<T>(p.negative_slope);
   const T* __restrict hj = static_cast<const T*>(p.h) + j * HF;
   const T* __restrict a_src = static_cast<const T*>(p.alpha_src) + j * H;
@@ -97,16 +108,21 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop,
   }
   // Per (edge, head), [degree, heads]: prob, weight = keep * prob, the LeakyReLU slope, the
   // row's delta and lse, the dots. The gathers come first, alone; the maths then runs as
-  // vector loops over the scratch.
+  // vector loops over the scratch. Then the per-edge lane partials of the dots and (all heads
+  // at once) h[j] and grad_h[j] as feature-major rows.
   const int64_t n = degree * H;
   const int64_t padded = (degree + kLanes - 1) / kLanes * kLanes;
-  T* __restrict prob = row_scratch<T>(6 * n + padded * kLanes);
+  const int64_t width = kAtOnce ? feature_major_width<T>(H, F) : 0;
+  const int64_t parts_size = kAtOnce ? degree * kHeadVectors<T, kHeads> * kLanes : padded * kLanes;
+  T* __restrict prob = row_scratch<T>(6 * n + parts_size + 2 * width);
   T* __restrict kept = prob + n;
   T* __restrict slopes = kept + n;  // first the pre-activations
   T* __restrict deltas = slopes + n;
   T* __restrict lses = deltas + n;
   T* __restrict dots = lses + n;
-  T* __restrict parts = dots + n;  // [padded, lanes]: per edge, its dot's lane partials
+  T* __restrict parts = dots + n;
+  T* __restrict hj_fm = parts + parts_size;
+  T* __restrict grad_fm = hj_fm + width;
   const T* __restrict a_edge = static_cast<const T*>(p.alpha_edge);
   for (int64_t d = 0; d < degree; ++d) {
     if (d + kPrefetchAhead < ahead)
@@ -135,19 +151,32 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop,
     }
     weight = kept;
   }
-  for (int64_t k = 0; k < H; ++k) {
-    std::fill(parts, parts + padded * kLanes, T(0));
-    const EdgeRows<T> rows{grad_out + k * F, rows_of, HF, ahead};
-    weighted_rows<T, true>(rows, degree, weight + k, H, F, grad_h + k * F, hj + k * F, parts);
-    for (int64_t d0 = 0; d0 < degree; d0 += kLanes) {
-      T sums[kLanes];
-      lane_sums(parts + d0 * kLanes, sums);
-      const int64_t count = std::min<int64_t>(kLanes, degree - d0);
-      for (int64_t l = 0; l < count; ++l) dots[(d0 + l) * H + k] = sums[l];
+  const T* __restrict edge_dots = dots;
+  if constexpr (kAtOnce) {
+    if (width == 0) {
+      std::fill(dots, dots + n, T(0));
+    } else {
+      to_feature_major<T, kHeads>(hj, F, width, hj_fm);
+      heads_feature_pass<T, kHeads>(rows_fm, rows_of, degree, ahead, width, weight, hj_fm, grad_fm,
+                                    parts);
+      from_feature_major<T, kHeads>(grad_fm, F, grad_h);
+      edge_dots = head_dots<T, kHeads>(parts, degree, dots);
+    }
+  } else {
+    for (int64_t k = 0; k < H; ++k) {
+      std::fill(parts, parts + padded * kLanes, T(0));
+      const EdgeRows<T> rows{grad_out + k * F, rows_of, HF, ahead};
+      weighted_rows<T, true>(rows, degree, weight + k, H, F, grad_h + k * F, hj + k * F, parts);
+      for (int64_t d0 = 0; d0 < degree; d0 += kLanes) {
+        T sums[kLanes];
+        lane_sums(parts + d0 * kLanes, sums);
+        const int64_t count = std::min<int64_t>(kLanes, degree - d0);
+        for (int64_t l = 0; l < count; ++l) dots[(d0 + l) * H + k] = sums[l];
+      }
     }
   }
   for (int64_t x = 0; x < n; ++x) {
-    column_grad[x] = (weight[x] * dots[x] - prob[x] * deltas[x]) * slopes[x];
+    column_grad[x] = (weight[x] * edge_dots[x] - prob[x] * deltas[x]) * slopes[x];
   }
   for (int64_t k = 0; k < H; ++k) grad_src[k] = strided_sum(column_grad + k, degree, H);
 }

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "common/csr_check.h"
@@ -131,12 +132,15 @@ void backward_passes(const GatBackwardParams& p) {
   const auto check_row_slots = [&](int64_t first, int64_t last) {
     check_csc_slots(p, first, last);
   };
-  // Each pass reads what the one before wrote (delta, then edge_grad).
-  std::vector<T> terms(p.num_rows * 3 * p.heads);  // see backward_delta_row
+  // Each pass reads what the one before wrote (delta, terms and the feature-major rows of
+  // grad_out, then edge_grad). Uninitialised: every element is written before it is read.
+  const int64_t width = kHeadsAtOnce<T, kHeads> ? feature_major_width<T>(p.heads, p.features) : 0;
+  const std::unique_ptr<T[]> terms(new T[p.num_rows * 3 * p.heads]);  // see backward_delta_row
+  const std::unique_ptr<T[]> rows_fm(new T[p.num_rows * width]);
   for_each_row(p.rowptr, p.num_rows, no_edges_read,
-               [&](int64_t i) { backward_delta_row<T, kHeads>(p, terms.data(), i); });
+               [&](int64_t i) { backward_delta_row<T, kHeads>(p, terms.get(), rows_fm.get(), i); });
   for_each_row(p.colptr, p.num_cols, check_columns,
-               [&](int64_t j) { backward_col<T, kHeads>(p, drop, terms.data(), j); });
+               [&](int64_t j) { backward_col<T, kHeads>(p, drop, terms.get(), rows_fm.get(), j); });
   for_each_row(p.rowptr, p.num_rows, check_row_slots,
                [&](int64_t i) { backward_dst_row<T, kHeads>(p, i); });
 }
