@@ -149,6 +149,37 @@ def test_backward_refuses_an_out_of_range_csc_edge_id_where_it_reads_it(dropout,
         _gat_backward_op(*backward_args)
 
 
+@pytest.mark.parametrize("heads", [1, 3, 8])
+@pytest.mark.parametrize(
+    "array, position, value, message",
+    [
+        (2, 4, 0, "colptr"),  # decreasing offsets of one column
+        (2, -1, 10**6, "colptr"),  # the last offset beyond the edge count
+        (3, 7, -1, "csc_row"),
+        (3, 0, 10**6, "csc_row"),
+        (0, 2, 0, "rowptr"),  # decreasing offsets of one row (the last pass reads them)
+        (5, 5, 10**6, "csr_to_csc"),
+    ],
+)
+def test_backward_refuses_bad_transpose_indices_on_every_head_path(
+    heads, array, position, value, message
+):
+    """The backward checks the transpose's offsets and rows per column, and the CSC slots and
+    row offsets per row, inside its passes (per-head and all-heads-at-once alike): a bad value
+    is a ValueError naming the array, never a read out of bounds."""
+    graph = _graph("loops_duplicates")
+    (h, a_src, a_dst), _ = _inputs(graph, heads, 3, torch.float32, edge_term=False)
+    csc = graph.csc
+    args = [graph.rowptr, graph.col, csc.colptr, csc.row, csc.edge_id, graph.csc_slot]
+    args += [h.detach(), a_src.detach(), a_dst.detach(), None, 0.2, 0.0, 7]
+    out, lse = _gat_forward_op(*args)
+    backward_args = [*args[:10], out, lse, torch.ones_like(out), 0.2, 0.0, 7]
+    backward_args[array] = backward_args[array].clone()
+    backward_args[array][position] = value
+    with pytest.raises(ValueError, match=message):
+        _gat_backward_op(*backward_args)
+
+
 _DETERMINISM_SCRIPT = """
 import sys
 sys.path[:0] = {path_entries!r}

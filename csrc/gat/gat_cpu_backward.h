@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "common/csr_check.h"
 #include "common/lane_sums.h"
 #include "common/prefetch.h"
 #include "common/vec_exp.h"
@@ -34,18 +35,27 @@ int64_t head_count(const GatBackwardParams& p) {
   return kHeads > 0 ? kHeads : p.heads;
 }
 
-// sum over d < count of v[d * stride], in four interleaved partial sums (independent add
-// chains; a fixed order, so the same for any thread count).
-template <typename T>
-T strided_sum(const T* __restrict v, int64_t count, int64_t stride) {
-  T acc[4] = {};
-  int64_t d = 0;
-  for (; d + 4 <= count; d += 4) {
-    for (int l = 0; l < 4; ++l) acc[l] += v[(d + l) * stride];
+// out[k] = sum over d < count of v[d * H + k], each in four interleaved partial sums
+// (independent add chains; a fixed order, so the same for any thread count). With the head
+// count a constant, all heads at once (vector adds along the rows of v).
+template <typename T, int kHeads>
+void head_sums(const T* __restrict v, int64_t count, int64_t H, T* __restrict out) {
+  constexpr int64_t kH = kHeads > 0 ? kHeads : 1;
+  for (int64_t k0 = 0; k0 < H; k0 += kH) {  // one pass with kHeads; per head otherwise
+    const int64_t width = kHeads > 0 ? kHeads : 1;
+    T acc[4][kH] = {};
+    int64_t d = 0;
+    for (; d + 4 <= count; d += 4) {
+      for (int l = 0; l < 4; ++l) {
+        for (int64_t k = 0; k < width; ++k) acc[l][k] += v[(d + l) * H + k0 + k];
+      }
+    }
+    for (int64_t k = 0; k < width; ++k) {
+      T sum = (acc[0][k] + acc[1][k]) + (acc[2][k] + acc[3][k]);
+      for (int64_t e = d; e < count; ++e) sum += v[e * H + k0 + k];
+      out[k0 + k] = sum;
+    }
   }
-  T sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-  for (; d < count; ++d) sum += v[d * stride];
-  return sum;
 }
 
 // delta[i, k] = <grad_out[i, k], out[i, k]>, written also into row i's packed terms: what
@@ -75,6 +85,20 @@ void backward_delta_row(const GatBackwardParams& p, T* __restrict terms, T* __re
   }
 }
 
+// Column j's edge range and the indices its pass gathers by, checked where the pass reads them
+// (common/csr_check.h): checked per chunk of columns instead, the [nnz] index arrays were
+// streamed from memory twice, ~10% of the backward on the MovieLens-size graph. csc_edge_id
+// is read only for the dropout draw and the edge term.
+inline EdgeRange checked_column(const GatBackwardParams& p, int64_t j) {
+  const char* kernel = "gat_aggregate backward";
+  const EdgeRange edges = checked_range(kernel, "colptr", p.colptr, j, p.num_edges);
+  check_indices(kernel, "csc_row", p.csc_row, edges.begin, edges.end, p.num_rows);
+  if (p.alpha_edge || p.dropout > 0.0) {
+    check_indices(kernel, "csc_edge_id", p.csc_edge_id, edges.begin, edges.end, p.num_edges);
+  }
+  return edges;
+}
+
 // Source side, over the transpose: grad_h[j], grad_alpha_src[j], and dz_e parked in
 // edge_grad at each edge's CSC slot (one contiguous run per column). Like the forward: every
 // out-edge's attention is recomputed into scratch (one vectorised exp sweep); then one walk
@@ -96,7 +120,8 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop,
   const T* __restrict grad_out = static_cast<const T*>(p.grad_out);
   T* __restrict grad_h = static_cast<T*>(p.grad_h) + j * HF;
   T* __restrict grad_src = static_cast<T*>(p.grad_alpha_src) + j * H;
-  const int64_t begin = p.colptr[j], degree = p.colptr[j + 1] - begin;
+  const EdgeRange edges = checked_column(p, j);
+  const int64_t begin = edges.begin, degree = edges.end - begin;
   const int64_t* __restrict rows_of = p.csc_row + begin;
   const int64_t* __restrict edge_of = p.csc_edge_id + begin;
   const int64_t ahead = p.num_edges - begin;  // csc_row entries from rows_of on
@@ -128,6 +153,7 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop,
     if (d + kPrefetchAhead < ahead)
       prefetch_span(terms + rows_of[d + kPrefetchAhead] * 3 * H, 3 * H);
     const T* __restrict row = terms + rows_of[d] * 3 * H;
+#pragma omp simd
     for (int64_t k = 0; k < H; ++k) {
       slopes[d * H + k] = a_src[k] + row[k];
       lses[d * H + k] = row[H + k];
@@ -178,7 +204,7 @@ void backward_col(const GatBackwardParams& p, const AttentionDropout& drop,
   for (int64_t x = 0; x < n; ++x) {
     column_grad[x] = (weight[x] * edge_dots[x] - prob[x] * deltas[x]) * slopes[x];
   }
-  for (int64_t k = 0; k < H; ++k) grad_src[k] = strided_sum(column_grad + k, degree, H);
+  head_sums<T, kHeads>(column_grad, degree, H, grad_src);
 }
 
 // grad_alpha_dst[i, k] = sum of the row's dz_e in CSR order, gathered from their CSC slots
@@ -191,7 +217,9 @@ void backward_dst_row(const GatBackwardParams& p, int64_t i) {
   const int64_t* __restrict slot = p.csr_to_csc;
   T* __restrict grad_edge = static_cast<T*>(p.grad_alpha_edge);
   T* __restrict grad_dst = static_cast<T*>(p.grad_alpha_dst) + i * H;
-  const int64_t first = p.rowptr[i], end = p.rowptr[i + 1];
+  const char* kernel = "gat_aggregate backward";
+  const auto [first, end] = checked_range(kernel, "rowptr", p.rowptr, i, p.num_edges);
+  check_indices(kernel, "csr_to_csc", slot, first, end, p.num_edges);
   const auto prefetch_ahead = [&](int64_t e) {
     if (e + kPrefetchAhead < p.num_edges) {
       prefetch_line<false>(edge_grad + slot[e + kPrefetchAhead] * H);
