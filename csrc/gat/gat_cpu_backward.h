@@ -224,7 +224,16 @@ void backward_dst_row(const GatBackwardParams& p, int64_t i) {
   T* __restrict grad_dst = static_cast<T*>(p.grad_alpha_dst) + i * H;
   const char* kernel = "gat_aggregate backward";
   const auto [first, end] = checked_range(kernel, "rowptr", p.rowptr, i, p.num_edges);
-  check_indices(kernel, "csr_to_csc", slot, first, end, p.num_edges);
+  // Each slot is checked as it is read (the sign bits of slot and last - slot ORed together)
+  // and clamped into range for the read, the culprit searched for after the row: a separate
+  // check loop per row cost more than the row's sums on graphs of a few edges per row.
+  const int64_t last = p.num_edges - 1;
+  int64_t signs = 0;
+  const auto checked_slot = [&](int64_t e) {
+    const int64_t s = slot[e];
+    signs |= s | (last - s);
+    return static_cast<int64_t>(std::min<uint64_t>(static_cast<uint64_t>(s), last));
+  };
   const auto prefetch_ahead = [&](int64_t e) {
     if (e + kSlotPrefetchAhead < p.num_edges) {
       prefetch_line<false>(edge_grad + slot[e + kSlotPrefetchAhead] * H);
@@ -234,7 +243,7 @@ void backward_dst_row(const GatBackwardParams& p, int64_t i) {
     T sum[kHeads] = {};
     for (int64_t e = first; e < end; ++e) {
       prefetch_ahead(e);
-      const T* __restrict dz = edge_grad + slot[e] * kHeads;
+      const T* __restrict dz = edge_grad + checked_slot(e) * kHeads;
       for (int k = 0; k < kHeads; ++k) sum[k] += dz[k];
     }
     std::copy(sum, sum + kHeads, grad_dst);
@@ -242,10 +251,11 @@ void backward_dst_row(const GatBackwardParams& p, int64_t i) {
     std::fill(grad_dst, grad_dst + H, T(0));
     for (int64_t e = first; e < end; ++e) {
       prefetch_ahead(e);
-      const T* __restrict dz = edge_grad + slot[e] * H;
+      const T* __restrict dz = edge_grad + checked_slot(e) * H;
       for (int64_t k = 0; k < H; ++k) grad_dst[k] += dz[k];
     }
   }
+  if (signs < 0) check_indices(kernel, "csr_to_csc", slot, first, end, p.num_edges);
   if (grad_edge) {
     for (int64_t e = first; e < end; ++e) {
       std::copy(edge_grad + slot[e] * H, edge_grad + (slot[e] + 1) * H, grad_edge + e * H);
