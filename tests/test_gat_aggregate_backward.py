@@ -27,15 +27,16 @@ GRAPHS = awkward_graphs()
 
 # (heads, features): compiled head counts 1, 2, 4, 8 and run-time ones 3, 5; feature widths
 # with tiles of 32, multiples of 8, 8k + 4 (an overlapping vector), 4 (a half vector) and
-# 1-3 left over. With 2, 4 and 8 heads the column pass takes all heads of an edge at once on
-# feature-major rows: rows padded to whole vectors (4 x 5, 2 x 1, 8 x 1), one tile of
-# vectors or several (8 x 16: two tiles of 8 vectors in float32, four in float64), eight
-# heads over two vectors of doubles.
+# 1-3 left over (the dots take tiles of 64 first: 1 x 100 is 64 + 32 + 4). With 2, 4 and 8
+# heads the column pass takes all heads of an edge at once on feature-major rows: rows padded
+# to whole vectors (4 x 5, 2 x 1, 8 x 1), one tile of vectors or several (8 x 16: two tiles
+# of 8 vectors in float32, four in float64), eight heads over two vectors of doubles.
 SHAPES = [
     (1, 3),
     (1, 7),
     (1, 20),
     (1, 64),
+    (1, 100),
     (2, 36),
     (3, 72),
     (4, 12),
