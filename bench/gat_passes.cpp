@@ -68,13 +68,18 @@ void time_passes_for(const galfast::GatBackwardParams& p, int rounds) {
   const AttentionDropout drop(p.dropout, p.seed);
   const auto none = [](int64_t, int64_t) {};
   std::vector<float> terms(p.num_rows * 3 * p.heads);
+  const int64_t width =
+      kHeadsAtOnce<float, kHeads> ? feature_major_width<float>(p.heads, p.features) : 0;
+  std::vector<float> rows_fm(p.num_rows * width);
   measure("pass_delta", rounds, [&] {
-    for_each_row(p.rowptr, p.num_rows, none,
-                 [&](int64_t i) { backward_delta_row<float, kHeads>(p, terms.data(), i); });
+    for_each_row(p.rowptr, p.num_rows, none, [&](int64_t i) {
+      backward_delta_row<float, kHeads>(p, terms.data(), rows_fm.data(), i);
+    });
   });
   measure("pass_columns", rounds, [&] {
-    for_each_row(p.colptr, p.num_cols, none,
-                 [&](int64_t j) { backward_col<float, kHeads>(p, drop, terms.data(), j); });
+    for_each_row(p.colptr, p.num_cols, none, [&](int64_t j) {
+      backward_col<float, kHeads>(p, drop, terms.data(), rows_fm.data(), j);
+    });
   });
   measure("pass_dst_rows", rounds, [&] {
     for_each_row(p.rowptr, p.num_rows, none,

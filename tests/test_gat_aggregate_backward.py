@@ -27,8 +27,27 @@ GRAPHS = awkward_graphs()
 
 # (heads, features): compiled head counts 1, 2, 4, 8 and run-time ones 3, 5; feature widths
 # with tiles of 32, multiples of 8, 8k + 4 (an overlapping vector), 4 (a half vector) and
-# 1-3 left over.
-SHAPES = [(1, 3), (1, 7), (1, 20), (1, 64), (2, 36), (3, 72), (4, 12), (5, 20), (8, 3), (8, 8)]
+# 1-3 left over (the dots take tiles of 64 first: 1 x 100 is 64 + 32 + 4). With 2, 4 and 8
+# heads the column pass takes all heads of an edge at once on feature-major rows: rows padded
+# to whole vectors (4 x 5, 2 x 1, 8 x 1), one tile of vectors or several (8 x 16: two tiles
+# of 8 vectors in float32, four in float64), eight heads over two vectors of doubles.
+SHAPES = [
+    (1, 3),
+    (1, 7),
+    (1, 20),
+    (1, 64),
+    (1, 100),
+    (2, 36),
+    (3, 72),
+    (4, 12),
+    (5, 20),
+    (8, 3),
+    (8, 8),
+    (8, 16),
+    (4, 5),
+    (2, 1),
+    (8, 1),
+]
 
 
 def _graph(name: str) -> galfast.Graph:
@@ -131,6 +150,37 @@ def test_backward_refuses_an_out_of_range_csc_edge_id_where_it_reads_it(dropout,
         _gat_backward_op(*backward_args)
 
 
+@pytest.mark.parametrize("heads", [1, 3, 8])
+@pytest.mark.parametrize(
+    "array, position, value, message",
+    [
+        (2, 4, 0, "colptr"),  # decreasing offsets of one column
+        (2, -1, 10**6, "colptr"),  # the last offset beyond the edge count
+        (3, 7, -1, "csc_row"),
+        (3, 0, 10**6, "csc_row"),
+        (0, 2, 0, "rowptr"),  # decreasing offsets of one row (the last pass reads them)
+        (5, 5, 10**6, "csr_to_csc"),
+    ],
+)
+def test_backward_refuses_bad_transpose_indices_on_every_head_path(
+    heads, array, position, value, message
+):
+    """The backward checks the transpose's offsets and rows per column, and the CSC slots and
+    row offsets per row, inside its passes (per-head and all-heads-at-once alike): a bad value
+    is a ValueError naming the array, never a read out of bounds."""
+    graph = _graph("loops_duplicates")
+    (h, a_src, a_dst), _ = _inputs(graph, heads, 3, torch.float32, edge_term=False)
+    csc = graph.csc
+    args = [graph.rowptr, graph.col, csc.colptr, csc.row, csc.edge_id, graph.csc_slot]
+    args += [h.detach(), a_src.detach(), a_dst.detach(), None, 0.2, 0.0, 7]
+    out, lse = _gat_forward_op(*args)
+    backward_args = [*args[:10], out, lse, torch.ones_like(out), 0.2, 0.0, 7]
+    backward_args[array] = backward_args[array].clone()
+    backward_args[array][position] = value
+    with pytest.raises(ValueError, match=message):
+        _gat_backward_op(*backward_args)
+
+
 _DETERMINISM_SCRIPT = """
 import sys
 sys.path[:0] = {path_entries!r}
@@ -146,7 +196,7 @@ def _determinism_run(heads: int, features: int) -> list[torch.Tensor]:
     return list(_gradients(graph, inputs, upstream, dropout=0.2, seed=4))
 
 
-@pytest.mark.parametrize("heads,features", [(1, 20), (8, 8)])
+@pytest.mark.parametrize("heads,features", [(1, 20), (8, 8), (4, 5)])
 def test_bitwise_deterministic_across_runs_and_thread_counts(tmp_path, heads, features):
     reference = _determinism_run(heads, features)
     assert all(torch.equal(a, b) for a, b in zip(reference, _determinism_run(heads, features)))

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "common/csr_check.h"
@@ -86,30 +87,12 @@ void forward_row(const GatParams& p, const AttentionDropout& drop, int64_t i) {
   }
 }
 
-// Rows [first, last) of the CSR (forward and the two row passes of the backward) or of the
-// CSC (the column pass): edge ranges and gathered indices in bounds (common/csr_check.h).
+// Rows [first, last) of the CSR (the forward): edge ranges and gathered indices in bounds
+// (common/csr_check.h).
 inline void check_csr_rows(const char* kernel, const int64_t* rowptr, const int64_t* col,
                            int64_t num_edges, int64_t num_cols, int64_t first, int64_t last) {
   const EdgeRange edges = checked_rows(kernel, "rowptr", rowptr, first, last, num_edges);
   if (col) check_indices(kernel, "col", col, edges.begin, edges.end, num_cols);
-}
-
-inline void check_csc_columns(const GatBackwardParams& p, int64_t first, int64_t last) {
-  const char* kernel = "gat_aggregate backward";
-  const EdgeRange edges = checked_rows(kernel, "colptr", p.colptr, first, last, p.num_edges);
-  check_indices(kernel, "csc_row", p.csc_row, edges.begin, edges.end, p.num_rows);
-  // csc_edge_id is read only for the dropout draw and the edge term (a streaming pass over
-  // [nnz] int64 otherwise: ~5% of the backward on the MovieLens-size graph).
-  if (p.alpha_edge || p.dropout > 0.0) {
-    check_indices(kernel, "csc_edge_id", p.csc_edge_id, edges.begin, edges.end, p.num_edges);
-  }
-}
-
-// The row pass reads dz_e at csr_to_csc[e]: those slots must be in bounds too.
-inline void check_csc_slots(const GatBackwardParams& p, int64_t first, int64_t last) {
-  const char* kernel = "gat_aggregate backward";
-  const EdgeRange edges = checked_rows(kernel, "rowptr", p.rowptr, first, last, p.num_edges);
-  check_indices(kernel, "csr_to_csc", p.csr_to_csc, edges.begin, edges.end, p.num_edges);
 }
 
 template <typename T>
@@ -124,20 +107,19 @@ void forward(const GatParams& p) {
 template <typename T, int kHeads>
 void backward_passes(const GatBackwardParams& p) {
   const AttentionDropout drop(p.dropout, p.seed);
+  // The transpose's indices are checked per column and the CSC slots per row, inside the
+  // passes (gat_cpu_backward.h), not per chunk.
   const auto no_edges_read = [](int64_t, int64_t) {};
-  const auto check_columns = [&](int64_t first, int64_t last) {
-    check_csc_columns(p, first, last);
-  };
-  const auto check_row_slots = [&](int64_t first, int64_t last) {
-    check_csc_slots(p, first, last);
-  };
-  // Each pass reads what the one before wrote (delta, then edge_grad).
-  std::vector<T> terms(p.num_rows * 3 * p.heads);  // see backward_delta_row
+  // Each pass reads what the one before wrote (delta, terms and the feature-major rows of
+  // grad_out, then edge_grad). Uninitialised: every element is written before it is read.
+  const int64_t width = kHeadsAtOnce<T, kHeads> ? feature_major_width<T>(p.heads, p.features) : 0;
+  const std::unique_ptr<T[]> terms(new T[p.num_rows * 3 * p.heads]);  // see backward_delta_row
+  const std::unique_ptr<T[]> rows_fm(new T[p.num_rows * width]);
   for_each_row(p.rowptr, p.num_rows, no_edges_read,
-               [&](int64_t i) { backward_delta_row<T, kHeads>(p, terms.data(), i); });
-  for_each_row(p.colptr, p.num_cols, check_columns,
-               [&](int64_t j) { backward_col<T, kHeads>(p, drop, terms.data(), j); });
-  for_each_row(p.rowptr, p.num_rows, check_row_slots,
+               [&](int64_t i) { backward_delta_row<T, kHeads>(p, terms.get(), rows_fm.get(), i); });
+  for_each_row(p.colptr, p.num_cols, no_edges_read,
+               [&](int64_t j) { backward_col<T, kHeads>(p, drop, terms.get(), rows_fm.get(), j); });
+  for_each_row(p.rowptr, p.num_rows, no_edges_read,
                [&](int64_t i) { backward_dst_row<T, kHeads>(p, i); });
 }
 
