@@ -11,6 +11,8 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 from torch import Tensor
 
+from galfast._finite import all_finite
+
 __all__ = ["CSC", "Graph", "check_csr", "coalesce", "lexsort"]
 
 _INDEX_DTYPES = (torch.int64, torch.int32)
@@ -131,7 +133,7 @@ def _check_edge_weight(edge_weight: Optional[Tensor], num_edges: int, device) ->
         return
     if not edge_weight.dtype.is_floating_point:
         raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
-    if _readable(edge_weight) and not bool(torch.isfinite(edge_weight).all()):
+    if _readable(edge_weight) and not all_finite(edge_weight):
         raise ValueError("edge_weight contains NaN or infinite values")
 
 

@@ -67,6 +67,8 @@ template <int N, typename F>
   unrolled(f, std::make_integer_sequence<int, N>());
 }
 
+constexpr int log2_of(int n) { return n <= 1 ? 0 : 1 + log2_of(n / 2); }
+
 // Calls f(std::integral_constant<int, I>()) for the I in [0, N] equal to n.
 template <int N, typename F, int... I>
 [[gnu::always_inline]] inline void dispatched(int64_t n, F&& f, std::integer_sequence<int, I...>) {
@@ -172,11 +174,25 @@ template <typename T, typename Kind, int kLanes, int kVecs, Tail kTail>
   unroll<kSets - 1>([&](auto set) {
     if (e + set < end) add_edge(set, e + set);
   });
-  // Fixed pairwise tree over the sets: (0+1)+(2+3), ...
-  for (int step = 1; step < kSets; step *= 2) {
-    for (int set = 0; set + step < kSets; set += 2 * step) {
-      for (int j = 0; j < kPieces; ++j) acc[set][j] += acc[set + step][j];
+  // Fixed pairwise tree over the sets: (0+1)+(2+3), ... Vector tiles unroll it at compile time
+  // so the accumulators stay in registers: as a runtime loop they went through the stack,
+  // about 25 ns a row, more than the edges cost on graphs of a few edges a row (Cora). Scalar
+  // tiles (F < 4) keep the loop: unrolled, GCC vectorised their sums across the pieces in some
+  // variants and not others, and the int32 and int64 variants must round alike.
+  if constexpr (kLanes == 1) {
+    for (int step = 1; step < kSets; step *= 2) {
+      for (int set = 0; set + step < kSets; set += 2 * step) {
+        for (int j = 0; j < kPieces; ++j) acc[set][j] += acc[set + step][j];
+      }
     }
+  } else {
+    unroll<log2_of(kSets)>([&](auto level) {
+      constexpr int kStep = 1 << level;
+      unroll<kSets / (2 * kStep)>([&](auto pair) {
+        constexpr int kSet = pair * 2 * kStep;
+        for (int j = 0; j < kPieces; ++j) acc[kSet][j] += acc[kSet + kStep][j];
+      });
+    });
   }
   T* __restrict out = s.out + r * F;
   const T rs = s.row_scale ? s.row_scale[r] : T(1);

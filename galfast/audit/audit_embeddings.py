@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from galfast._finite import all_finite
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
@@ -177,7 +178,7 @@ def audit(
         raise ValueError("embeddings must be a [num_nodes, D] tensor")
     if not embeddings.is_floating_point():
         raise ValueError(f"embeddings must be floating point, got {embeddings.dtype}")
-    if not bool(torch.isfinite(embeddings).all()):
+    if not all_finite(embeddings):
         raise ValueError("embeddings contain NaN or infinite values")
     z = embeddings.detach()
     num_nodes = z.size(0)

@@ -9,6 +9,7 @@ import zipfile
 
 import torch
 
+from galfast._finite import all_finite
 from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError
@@ -105,7 +106,7 @@ def _embeddings(path: str) -> torch.Tensor:
             f"EMBEDDINGS {path!r}: expected an [N, D] floating-point tensor with N >= 2 and "
             f"D >= 1, got {list(z.shape)} {z.dtype}"
         )
-    if not bool(torch.isfinite(z).all()):
+    if not all_finite(z):
         raise UsageError(f"EMBEDDINGS {path!r}: holds NaN or infinite values")
     return z.float()
 

@@ -9,6 +9,8 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
+from galfast._finite import all_finite
+
 __all__ = ["KINDS", "KnownValues", "SensitiveAttribute", "as_attribute_list"]
 
 KINDS = ("binary", "categorical", "multilabel", "continuous")
@@ -131,7 +133,7 @@ class SensitiveAttribute:
         if self.kind == "multilabel" and known.numel():
             if not bool(((known == 0) | (known == 1)).all()):
                 raise ValueError(f"{name}: multilabel values must be 0 or 1")
-        if self.kind == "continuous" and not bool(torch.isfinite(known).all()):
+        if self.kind == "continuous" and not all_finite(known):
             raise ValueError(f"{name}: continuous values contain NaN or infinite entries")
 
     def _check_mask(self) -> None:

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
+from galfast._finite import all_finite
 from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing
@@ -237,7 +238,7 @@ def check_edge_weight(
     if not edge_weight.dtype.is_floating_point:
         raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
     capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
-    if scan and not tracing() and not capturing and not bool(torch.isfinite(edge_weight).all()):
+    if scan and not tracing() and not capturing and not all_finite(edge_weight):
         raise ValueError("edge_weight contains NaN or infinite values")
 
 

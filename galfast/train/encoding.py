@@ -20,6 +20,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
+from galfast._finite import all_finite
 from galfast.graph import Graph
 
 __all__ = ["move_to_device", "node_inputs"]
@@ -36,7 +37,7 @@ def node_inputs(graph: Graph, x: Optional[Tensor], device: torch.device) -> Tens
         raise ValueError(
             f"x must be a tensor with one row per node ({graph.num_nodes}), got {shape}"
         )
-    if x.is_floating_point() and not bool(torch.isfinite(x).all()):
+    if x.is_floating_point() and not all_finite(x):
         raise ValueError("x contains NaN or infinite values")
     return x.to(device)
 

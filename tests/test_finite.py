@@ -1,0 +1,56 @@
+"""galfast._finite.all_finite: the one-sum finiteness check equals torch.isfinite(t).all()."""
+
+import pytest
+import torch
+
+from galfast import Graph
+from galfast._finite import all_finite
+from galfast.ops import aggregate
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf"), None])
+@pytest.mark.parametrize("size", [0, 1, 7, 10_000])
+def test_all_finite_equals_the_elementwise_test(dtype, bad, size):
+    gen = torch.Generator().manual_seed(size)
+    t = torch.randn(size, generator=gen).to(dtype)
+    if bad is not None and size:
+        t[torch.randint(size, (1,), generator=gen)] = bad
+    assert all_finite(t) == bool(torch.isfinite(t).all())
+
+
+def test_opposite_infinities_and_overflowing_sums():
+    # +inf and -inf sum to NaN: still caught.
+    assert not all_finite(torch.tensor([float("inf"), float("-inf"), 1.0]))
+    # Finite values whose sum overflows: the exact test decides, so they pass.
+    big = torch.full((4,), torch.finfo(torch.float32).max)
+    assert all_finite(big) and all_finite(-big)
+    assert all_finite(torch.full((3,), 60000.0, dtype=torch.float16))
+
+
+def test_multidimensional_and_non_contiguous():
+    t = torch.randn(6, 5).t()
+    assert all_finite(t)
+    t[2, 3] = float("nan")
+    assert not all_finite(t)
+
+
+def test_aggregate_still_refuses_non_finite_weights():
+    g = Graph.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]), 3)
+    x = torch.randn(3, 4)
+    for bad in (float("nan"), float("inf")):
+        w = torch.ones(3)
+        w[1] = bad
+        with pytest.raises(ValueError, match="NaN or infinite"):
+            aggregate(g, x, edge_weight=w)
+    big = torch.full((3,), torch.finfo(torch.float32).max)
+    assert torch.isfinite(aggregate(g, x.abs() * 0, edge_weight=big)).all()
+
+
+def test_a_tensor_that_requires_grad_is_read_without_a_graph_or_warning():
+    import warnings
+
+    t = torch.randn(5, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert all_finite(t)
