@@ -11,7 +11,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 from torch import Tensor
 
-from galfast._finite import all_finite
+from galfast._dtypes import all_finite
 
 __all__ = ["CSC", "Graph", "check_csr", "coalesce", "lexsort"]
 

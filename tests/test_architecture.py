@@ -19,7 +19,7 @@ BASE = {"graph", "_native", "_dtypes"}
 ALLOWED = {
     "_dtypes": {"_native"},
     "_native": set(),
-    "graph": {"_native"},
+    "graph": {"_native", "_dtypes"},
     "ops": BASE,
     "nn": BASE | {"ops"},
     "models": BASE | {"ops", "nn"},

@@ -1,10 +1,10 @@
-"""galfast._finite.all_finite: the one-sum finiteness check equals torch.isfinite(t).all()."""
+"""galfast._dtypes.all_finite: the one-sum finiteness check equals torch.isfinite(t).all()."""
 
 import pytest
 import torch
 
 from galfast import Graph
-from galfast._finite import all_finite
+from galfast._dtypes import all_finite
 from galfast.ops import aggregate
 
 

@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from galfast._finite import all_finite
+from galfast._dtypes import all_finite
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics

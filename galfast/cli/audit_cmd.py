@@ -9,7 +9,7 @@ import zipfile
 
 import torch
 
-from galfast._finite import all_finite
+from galfast._dtypes import all_finite
 from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError

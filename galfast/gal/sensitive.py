@@ -9,7 +9,7 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-from galfast._finite import all_finite
+from galfast._dtypes import all_finite
 
 __all__ = ["KINDS", "KnownValues", "SensitiveAttribute", "as_attribute_list"]
 

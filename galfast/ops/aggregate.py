@@ -7,8 +7,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
-from galfast._finite import all_finite
+from galfast._dtypes import accumulation_dtype, all_finite, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-from galfast._finite import all_finite
+from galfast._dtypes import all_finite
 from galfast.graph import Graph
 
 __all__ = ["move_to_device", "node_inputs"]
