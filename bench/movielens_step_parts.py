@@ -20,7 +20,6 @@ import torch.nn.functional as F
 
 from galfast.models.bilinear_forms import bilinear_forms
 from galfast.train.batches import RatingBatches
-from galfast.train.pair_rows import pair_rows
 from galfast.train.tasks import _cross_entropy
 
 BATCH, NODES, DIM, LEVELS, BASES, RATINGS = 8192, 9746, 20, 5, 2, 900_189
@@ -64,16 +63,6 @@ def parts() -> dict:
     )
     stars = torch.randint(1, 6, (RATINGS,), generator=gen)
     batches = RatingBatches(torch.stack([users, movies]), stars, levels=range(1, 6))
-    z = torch.randn(NODES, DIM, generator=gen, requires_grad=True)
-    rows_grad = torch.randn(BATCH, DIM, generator=gen)
-    src, dst = users[idx], movies[idx]
-
-    def two_gathers():
-        a, b = z.index_select(0, src), z.index_select(0, dst)
-        torch.autograd.backward((a, b), (rows_grad, rows_grad))
-
-    def one_pair_gather():
-        torch.autograd.backward(pair_rows(z, src, dst), (rows_grad, rows_grad))
 
     return {
         "decoder bilinear forms fwd+bwd": (
@@ -100,7 +89,6 @@ def parts() -> dict:
             ),
             lambda: batches._packed.batch(idx, batches.levels),
         ),
-        "both endpoints' rows fwd+bwd": (two_gathers, one_pair_gather),
         "embedding rows + BatchNorm fwd+bwd": (
             lambda: norm(weight.index_select(0, ids)).backward(node_grad),
             lambda: norm(weight).backward(node_grad),

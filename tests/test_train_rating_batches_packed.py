@@ -70,3 +70,19 @@ def test_unpackable_ratings_fall_back(case):
     torch.manual_seed(1)
     for a, b in zip(list(batches), _plain_batches(batches, 1)):
         _assert_same(a, b)
+
+
+def test_edits_after_building_are_seen():
+    # The packed keys are a cache of the fields: an in-place edit or a new tensor assigned to
+    # a field must show in the batches, as when the fields were gathered one by one.
+    edge_index = torch.stack([torch.arange(6), torch.arange(6) + 10])
+    ratings = torch.tensor([1.0, 2, 3, 4, 5, 1])
+    batches = RatingBatches(edge_index, ratings, batch_size=None, shuffle=False)
+    assert batches._packed is not None
+    batches.edge_index[1, 2] = 99
+    (batch,) = list(batches)
+    _assert_same(batch, _plain_batches(batches, 0)[0])
+    assert 99 in batch.dst.tolist()
+    batches.rating = batches.rating * 2
+    (batch,) = list(batches)
+    assert torch.equal(batch.rating.sort().values, batches.rating.sort().values)

@@ -12,6 +12,9 @@ from torch import Tensor
 
 __all__ = ["Adam", "adam", "shuffled_batches"]
 
+# torch.optim.Adam's defaults.
+_BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
+
 
 class Adam:
     """``torch.optim.Adam(params, lr, weight_decay=weight_decay)``'s update, bitwise: the
@@ -61,9 +64,6 @@ class Adam:
         torch._foreach_div_(denominator, bias_correction2_sqrt)
         torch._foreach_add_(denominator, _EPS)
         torch._foreach_addcdiv_(params, exp_avgs, denominator, step_size)
-
-
-_BETA1, _BETA2, _EPS = 0.9, 0.999, 1e-8
 
 
 def adam(params: Iterable[Tensor], lr: float, weight_decay: float = 0.0) -> Adam:

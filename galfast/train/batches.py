@@ -219,10 +219,14 @@ class RatingBatches:
         return -(-self.edge_index.size(1) // size)
 
     def __iter__(self) -> Iterator[RatingBatch]:
+        # The packed keys stand for the fields only while these are the tensors they were
+        # packed from, unedited; after an assignment or an in-place edit the fields are read.
+        fields = (self.edge_index, self.level, self.levels, self.rating)
+        packed = self._packed if self._packed and self._packed.packed_from(fields) else None
         for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
             idx = idx.to(self.edge_index.device)
-            if self._packed is not None:
-                yield self._packed.batch(idx, self.levels)
+            if packed is not None:
+                yield packed.batch(idx, self.levels)
                 continue
             # index_select: the same elements as indexing, without advanced indexing's
             # per-call setup (MovieLens: 3x faster on 8,192 of 900k ratings).
@@ -242,6 +246,13 @@ class _PackedRatings:
     keys: Tensor
     dst_bits: int
     level_bits: int
+    sources: tuple  # (edge_index, level, levels, rating) as packed
+    versions: tuple  # their version counters then
+
+    def packed_from(self, fields: tuple) -> bool:
+        return all(a is b for a, b in zip(fields, self.sources)) and self.versions == tuple(
+            t._version for t in fields
+        )
 
     def batch(self, idx: Tensor, levels: Tensor) -> RatingBatch:
         keys = self.keys.index_select(0, idx)
@@ -266,4 +277,5 @@ def _pack_ratings(
     if not torch.equal(by_level.view(torch.uint8), rating.view(torch.uint8)):
         return None
     keys = (edge_index[0] << (dst_bits + level_bits)) | (edge_index[1] << level_bits) | level
-    return _PackedRatings(keys, dst_bits, level_bits)
+    sources = (edge_index, level, levels, rating)
+    return _PackedRatings(keys, dst_bits, level_bits, sources, tuple(t._version for t in sources))

@@ -9,8 +9,6 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from galfast.train.pair_rows import pair_rows
-
 __all__ = [
     "EdgeHead",
     "GraphHead",
@@ -44,8 +42,6 @@ class EdgeHead(nn.Module):
         self.decoder = decoder
 
     def forward(self, z: Tensor, batch: Any) -> Tensor:
-        if _is_id_vector(batch.src) and _is_id_vector(batch.dst):
-            return self.decoder(*pair_rows(z, batch.src, batch.dst))
         return self.decoder(_rows(z, batch.src), _rows(z, batch.dst))
 
 
@@ -54,13 +50,9 @@ def _rows(z: Tensor, ids: Any) -> Tensor:
     order, the same gradient), without advanced indexing's per-call setup and with an
     index_add backward instead of an accumulating index_put (MovieLens: 2x 8,192 rows a
     step)."""
-    if _is_id_vector(ids):
+    if isinstance(ids, Tensor) and ids.dim() == 1 and ids.dtype in (torch.int64, torch.int32):
         return z.index_select(0, ids)
     return z[ids]
-
-
-def _is_id_vector(ids: Any) -> bool:
-    return isinstance(ids, Tensor) and ids.dim() == 1 and ids.dtype in (torch.int64, torch.int32)
 
 
 class GraphHead(nn.Module):
