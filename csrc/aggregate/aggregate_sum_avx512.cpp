@@ -86,30 +86,22 @@ struct Lanes<4> {
   static V load(const float* p, __mmask16 m) { return _mm_maskz_loadu_ps(__mmask8(m), p); }
   static V add(V a, V b) { return _mm_add_ps(a, b); }
   static V mul(V a, V b) { return _mm_mul_ps(a, b); }
-  // A product GCC cannot contract into a following add (_mm_mul_ps is a plain `*` to it; the
-  // masked form is a builtin), for the unfused tiles.
-  static V mul_rounded(V a, V b) { return _mm_maskz_mul_ps(0xF, a, b); }
   static V fmadd(V a, V b, V c) { return _mm_fmadd_ps(a, b, c); }
   static void store(float* p, V v, __mmask16 m) { _mm_mask_storeu_ps(p, __mmask8(m), v); }
 };
 
 // The AVX2 kernel's tiles (aggregate_sum_cpu.h): at most 64 features, cut in 8-float vectors,
-// and its accumulator sets for a tile of n features: 8, 4, 2 for 1, 2, 3 scalar features, 8 for
-// one half vector (4), 4 for two overlapping halves (5..7), then sets_for(vectors).
+// and its accumulator sets for a tile of n >= 4 features: 8 for one half vector (4), 4 for two
+// overlapping halves (5..7), then sets_for(vectors). (F = 1..3, scalar accumulators there, stay
+// with the AVX2 kernel: GCC vectorises some of their loops and not others, F = 2's weighted
+// main loop without FMA, so only that code rounds like itself.)
 constexpr int kMaxTile = 64;
 constexpr int sets_for(int registers) {
   return registers >= 5 ? 1 : registers >= 3 ? 2 : registers == 2 ? 4 : 8;
 }
-constexpr int tile_sets(int n) {
-  return n <= 3 ? sets_for(n) : n == 4 ? 8 : n < 8 ? 4 : sets_for((n + 7) / 8);
-}
+constexpr int tile_sets(int n) { return n == 4 ? 8 : n < 8 ? 4 : sets_for((n + 7) / 8); }
 // This kernel's cover of a tile of n features: n / 16 full vectors and a tail of 0, 4, 8 or 16.
 constexpr int tail_lanes(int n) { return n % 16 == 0 ? 0 : n % 16 <= 4 ? 4 : n % 16 <= 8 ? 8 : 16; }
-
-// Whether the AVX2 kernel fuses an edge's factor into its add for a tile of n features: GCC
-// contracts w * x + acc into an FMA in every tile but the two scalar features of F = 2, whose
-// multiply and add it vectorises as a pair (a multiply, then an add).
-constexpr bool fused(int n) { return n != 2; }
 
 // Calls f(std::integral_constant<int, I>()) for I = 0 .. N-1 (array indices stay constants, so
 // the accumulators stay in registers).
@@ -141,9 +133,8 @@ struct Rows {
   int64_t num_features;
 };
 
-// Sums features [a, b) of row r (b - a = kZmm * 16 + a tail of up to kTail) with kSets sets;
-// an edge's factor is fused into its add (kFused) or rounded first, as the AVX2 kernel does.
-template <bool kFactor, bool kPrefetch, int kSets, int kZmm, int kTail, bool kFused>
+// Sums features [a, b) of row r (b - a = kZmm * 16 + a tail of up to kTail) with kSets sets.
+template <bool kFactor, bool kPrefetch, int kSets, int kZmm, int kTail>
 void sum_tile(const Rows& s, int64_t r, int64_t a, int64_t b) {
   using Z = Lanes<16>;
   using Tl = Lanes<kTail == 0 ? 16 : kTail>;
@@ -175,11 +166,8 @@ void sum_tile(const Rows& s, int64_t r, int64_t a, int64_t b) {
       if (s.weight) w *= s.weight[s.edge_id ? s.edge_id[e] : e];
       const typename Z::V wz = Z::set1(w);
       for (int j = 0; j < kZmm; ++j) acc[set][j] = Z::fmadd(wz, Z::load(xh + 16 * j), acc[set][j]);
-      if constexpr (kTail > 0 && kFused) {
+      if constexpr (kTail > 0) {
         tail_acc[set] = Tl::fmadd(Tl::set1(w), Tl::load(xt, tail_mask), tail_acc[set]);
-      } else if constexpr (kTail > 0) {
-        const auto product = Tl::mul_rounded(Tl::set1(w), Tl::load(xt, tail_mask));
-        tail_acc[set] = Tl::add(tail_acc[set], product);
       }
     } else {
       for (int j = 0; j < kZmm; ++j) acc[set][j] = Z::add(acc[set][j], Z::load(xh + 16 * j));
@@ -209,12 +197,12 @@ void sum_tile(const Rows& s, int64_t r, int64_t a, int64_t b) {
 
 using TileFn = void (*)(const Rows&, int64_t, int64_t, int64_t);
 
-// sum_tile for a tile of n features (1 <= n <= 64): 19 distinct kernels per kind.
+// sum_tile for a tile of n features (4 <= n <= 64): 16 distinct kernels per kind.
 template <bool kFactor, bool kPrefetch, int... I>
 TileFn tile_fn(int64_t n, std::integer_sequence<int, I...>) {
   TileFn fn = nullptr;
-  (void)((n == I + 1 ? (fn = &sum_tile<kFactor, kPrefetch, tile_sets(I + 1), (I + 1) / 16,
-                                       tail_lanes(I + 1), fused(I + 1)>,
+  (void)((n == I + 4 ? (fn = &sum_tile<kFactor, kPrefetch, tile_sets(I + 4), (I + 4) / 16,
+                                       tail_lanes(I + 4)>,
                         true)
                      : false) ||
          ...);
@@ -230,7 +218,7 @@ struct RowTiles {
 
 template <bool kFactor, bool kPrefetch>
 RowTiles row_tiles(int64_t last_features, int64_t F) {
-  const auto all = std::make_integer_sequence<int, kMaxTile>();
+  const auto all = std::make_integer_sequence<int, kMaxTile - 3>();
   return {tile_fn<kFactor, kPrefetch>(kMaxTile, all),
           tile_fn<kFactor, kPrefetch>(last_features, all), F - last_features};
 }
@@ -294,7 +282,7 @@ void sum(const AggregateParams& p) {
   // The AVX2 kernel's rule: the copy costs one multiply per source feature, and saves a gather
   // and a multiply per edge.
   std::unique_ptr<float, FreeDeleter> copy;
-  if (p.col_scale && p.num_edges >= 2 * p.num_cols && p.num_features > 0) {
+  if (p.col_scale && p.num_edges >= 2 * p.num_cols) {
     copy = fold_col_scale(p, s);
   }
   const auto check = [&](int64_t first, int64_t last) {
@@ -304,7 +292,6 @@ void sum(const AggregateParams& p) {
       check_indices("aggregate", "edge_id", p.edge_id, edges.begin, edges.end, p.num_edges);
     }
   };
-  if (p.num_features == 0) return for_each_row(p.rowptr, p.num_rows, check, [](int64_t) {});
   // Rows of x are prefetched only when x does not fit in L2 (as in the AVX2 kernel).
   const int64_t x_bytes = p.num_cols * (s.head_stride + s.tail_stride) * 4;
   const bool prefetch = x_bytes > (int64_t(1) << 20);
@@ -333,7 +320,8 @@ bool supported() {
 }
 
 bool handles(const AggregateParams& p) {
-  return p.mode == AggMode::kSum && p.dtype == DType::kFloat32 && p.col32 != nullptr;
+  return p.mode == AggMode::kSum && p.dtype == DType::kFloat32 && p.col32 != nullptr &&
+         p.num_features >= 4;
 }
 
 }  // namespace aggregate512

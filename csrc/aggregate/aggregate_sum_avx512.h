@@ -18,7 +18,8 @@ namespace aggregate512 {
 
 bool supported();
 
-// Whether this kernel computes the call: a float32 sum (sum, mean, gcn) with col32 given.
+// Whether this kernel computes the call: a float32 sum (sum, mean, gcn) of at least 4 features
+// with col32 given.
 bool handles(const AggregateParams& p);
 
 // The call's sums, bitwise those of the AVX2 kernel.
