@@ -17,7 +17,7 @@
 // The pre-scaled copy of x (col_scale folded in, as in the AVX2 kernel) is laid out so that no
 // load straddles two cache lines: for F < 64, the first 16 * (F / 16) features of every row in
 // one array (64-byte rows, cache-aligned) and the rest, padded with zeros to 4, 8 or 16 floats,
-// in a second; for F > 64 one array with rows padded to whole 64-byte lines.
+// in a second; from F = 64 on, one array with rows padded to whole 64-byte lines.
 #include "aggregate/aggregate_sum_avx512.h"
 
 #if defined(GALFAST_X86_DISPATCH)
@@ -48,7 +48,7 @@ namespace galfast {
 namespace aggregate512 {
 namespace {
 
-// One vector of kLanes floats (4, 8 or 16); Mask selects the lanes of a tail vector.
+// One vector of kLanes floats (4, 8 or 16); a tail vector loads and stores its lanes by a mask.
 template <int kLanes>
 struct Lanes;
 
@@ -116,8 +116,8 @@ template <int N, typename F>
 constexpr int log2_of(int n) { return n <= 1 ? 0 : 1 + log2_of(n / 2); }
 
 // What the kernel reads: x (or its pre-scaled copy) as a head array of head_stride floats a row
-// and, for a split copy, a tail array of tail_stride floats a row holding features
-// [head_features, F); tail null: every feature lies in the head.
+// and, for a split copy, a tail array of tail_stride floats a row holding the features from
+// 16 * (F / 16) on; tail null: every feature lies in the head.
 struct Rows {
   const int64_t* rowptr;
   const int32_t* col;
