@@ -22,3 +22,14 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+@pytest.fixture(params=[True, False], ids=["simd", "no-simd"])
+def aggregate_simd(request):
+    """Runs a test with the AVX-512 CPU sum allowed, then with the AVX2 one only (both runs take
+    the AVX2 kernel on a CPU without AVX-512)."""
+    from galfast._native import _C
+
+    before = _C.set_aggregate_simd(request.param)
+    yield request.param
+    _C.set_aggregate_simd(before)

@@ -18,6 +18,7 @@ def _ref_for(g: Graph, x, weight, reduce, norm):
     return aggregate_ref(g.num_nodes, g.col, g.row, x, weight, reduce, norm)
 
 
+@pytest.mark.usefixtures("aggregate_simd")
 @pytest.mark.parametrize("name", list(awkward_graphs()))
 @pytest.mark.parametrize("reduce", REDUCES)
 @pytest.mark.parametrize("norm", NORMS)
@@ -102,6 +103,7 @@ def test_default_edge_weight_comes_from_graph():
     assert aggregate(g, x).view(-1).tolist() == [3.0, 2.0]
 
 
+@pytest.mark.usefixtures("aggregate_simd")
 def test_results_are_bitwise_stable_across_runs_and_threads():
     edge_index = torch.cat([random_edges(3000, 40000, seed=5), awkward_graphs()["hub"][0]], 1)
     g = Graph.from_edge_index(edge_index, 3001)
@@ -224,6 +226,7 @@ def test_build_info_reports_the_build():
     assert bool(info["cuda_archs"]) == info["cuda"]
 
 
+@pytest.mark.usefixtures("aggregate_simd")
 @pytest.mark.parametrize(
     "f", [1, 4, 8, 12, 16, 20, 24, 28, 31, 32, 48, 60, 64, 65, 100, 128, 130, 256]
 )

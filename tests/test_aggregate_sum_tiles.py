@@ -35,6 +35,7 @@ def _ref(g: Graph, x, weight, reduce, norm):
 WIDTHS = list(range(1, 41)) + [47, 63, 64, 65, 72, 100, 129]
 
 
+@pytest.mark.usefixtures("aggregate_simd")
 @pytest.mark.parametrize("f", WIDTHS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("num_nodes", [30, 1000])
@@ -54,6 +55,7 @@ def test_every_width_and_degree_matches_the_reference(f, dtype, num_nodes):
         torch.testing.assert_close(got_grad, want_grad, **tol)
 
 
+@pytest.mark.usefixtures("aggregate_simd")
 @pytest.mark.parametrize("f", [1, 3, 4, 7, 8, 20, 33, 64, 65])
 @pytest.mark.parametrize("num_nodes", [30, 1000])
 @pytest.mark.parametrize("weighted", [False, True])

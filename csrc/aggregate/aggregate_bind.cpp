@@ -1,6 +1,7 @@
 // Python glue of the aggregation kernels (aggregate.h): galfast._C.AggMode, AggregateParams,
 // EdgeGradParams, aggregate_cpu/_cuda and edge_grad_cpu/_cuda.
 #include "aggregate/aggregate.h"
+#include "aggregate/aggregate_sum_avx512.h"
 #include "bind.h"
 
 namespace galfast {
@@ -88,6 +89,10 @@ void bind_aggregate(py::module_& m) {
                               GALFAST_CUDA_KERNEL(aggregate_cuda));
   def_kernel<EdgeGradParams>(m, "edge_grad", check, edge_grad_cpu,
                              GALFAST_CUDA_KERNEL(edge_grad_cuda));
+  // Tests run the AVX2 sum on machines where the AVX-512 one would be chosen.
+  m.def(
+      "set_aggregate_simd", [](bool allowed) { return aggregate_simd_allowed().exchange(allowed); },
+      py::arg("allowed"));
 }
 
 }  // namespace galfast
