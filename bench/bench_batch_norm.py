@@ -6,8 +6,10 @@ forward + backward (x, weight, bias), in the same run:
 
 At one thread the time is CPU time (process_time), so load from other processes inflates all
 columns alike; at more threads it is wall time (the kernels run in parallel), meaningful only on
-a quiet machine. Each number is the minimum over --rounds rounds, each round timing every
-contender in turn, a few calls each.
+a quiet machine (with other processes on the cores, a parallel region waits for a time slice
+and the numbers mean nothing). Each number is the minimum over --rounds rounds, each round
+timing every contender in turn: one untimed call (a contender's first call after another's
+pays for page faults of fresh output buffers), then a few timed ones.
 """
 
 from __future__ import annotations
