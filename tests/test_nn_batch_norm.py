@@ -135,3 +135,26 @@ def test_embedding_encoder_uses_it_and_loads_old_checkpoints():
     enc.eval(), old.eval()
     ids = torch.arange(30)
     torch.testing.assert_close(enc(ids, None), old(ids, None))
+
+
+def test_torch_compile_matches_eager_and_updates_the_buffers():
+    ours, theirs = _pair(6)
+    compiled_module = copy.deepcopy(ours)
+    x = torch.randn(40, 6, requires_grad=True)
+
+    def f(module, x):
+        return (module(x) * torch.arange(6.0)).tanh().sum()
+
+    assert "Eager" in type(ours(x).grad_fn).__name__  # the fused op, not torch's kernel
+    ours.load_state_dict(theirs.state_dict())  # undo that call's running-stats update
+    compiled = torch.compile(f, backend="aot_eager")
+    got = compiled(compiled_module, x)
+    want = f(ours, x)
+    torch.testing.assert_close(got, want)
+    for a, b in zip(torch.autograd.grad(got, (x,)), torch.autograd.grad(want, (x,))):
+        torch.testing.assert_close(a, b)
+    for name in ("running_mean", "running_var", "num_batches_tracked"):
+        torch.testing.assert_close(getattr(compiled_module, name), getattr(ours, name))
+    f(theirs, x)  # torch's module takes the same step
+    torch.testing.assert_close(ours.running_mean, theirs.running_mean)
+    torch.testing.assert_close(ours.running_var, theirs.running_var)
