@@ -9,7 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from galfast.graph import Graph
-from galfast.nn import is_blocks, layer_graphs
+from galfast.nn import BatchNorm, is_blocks, layer_graphs
 
 __all__ = ["EmbeddingEncoder"]
 
@@ -28,7 +28,8 @@ class EmbeddingEncoder(nn.Module):
         dim: embedding size (20 in the paper).
         convs: layers called as ``conv(h, graph)`` (``galfast.nn`` layers; wrap PyG layers in
             :class:`galfast.nn.EdgeIndexAdapter`). Empty = embeddings only.
-        batch_norm: apply BatchNorm1d to the embeddings.
+        batch_norm: apply BatchNorm to the embeddings (:class:`galfast.nn.BatchNorm`, a
+            ``BatchNorm1d`` on galfast's fused CPU kernel; same state dict).
         activation: between layers (not after the last); default ReLU.
         max_norm: if given, rows looked up in a forward are first rescaled in place to L2 norm
             at most ``max_norm``, as ``nn.Embedding(max_norm=...)`` does (the original GAL
@@ -64,7 +65,7 @@ class EmbeddingEncoder(nn.Module):
             raise ValueError(f"max_norm must be > 0, got {max_norm}")
         self.max_norm = max_norm
         self.embedding = nn.Embedding(num_nodes, dim)
-        self.norm = nn.BatchNorm1d(dim) if batch_norm else nn.Identity()
+        self.norm = BatchNorm(dim) if batch_norm else nn.Identity()
         self.convs = nn.ModuleList(convs)
         self.activation = nn.ReLU() if activation is None else activation
 

@@ -6,6 +6,7 @@ Graph normalisations live in :mod:`galfast.nn.norm` and are cached on the Graph.
 layers: gradient reversal (GAL's encoder-side trick) and an adapter for PyG-style modules.
 """
 
+from galfast.nn.batch_norm import BatchNorm
 from galfast.nn.cheb_conv import ChebConv
 from galfast.nn.compgcn_conv import CompGCNConv
 from galfast.nn.compgcn_graphs import CompGCNGraphs, compgcn_graphs
@@ -33,3 +34,4 @@ __all__ = [
 ]
 __all__ += ["CompGCNConv", "CompGCNGraphs", "compgcn_graphs"]
 __all__ += ["is_blocks", "layer_graphs"]
+__all__ += ["BatchNorm"]

@@ -1,6 +1,7 @@
 """galfast's compiled operators, registered as torch.library custom ops."""
 
 from galfast.ops.aggregate import aggregate
+from galfast.ops.batch_norm import batch_norm
 from galfast.ops.block import Block, block_aggregate
 from galfast.ops.compgcn_aggregate import compgcn_aggregate
 from galfast.ops.gat_aggregate import gat_aggregate
@@ -13,3 +14,4 @@ __all__ = ["aggregate", "gat_aggregate", "sample_nhop"]
 __all__ += ["Block", "NeighborLoader", "SampledBatch", "block_aggregate", "sample_neighbors"]
 __all__ += ["nnconv_aggregate"]
 __all__ += ["compgcn_aggregate"]
+__all__ += ["batch_norm"]

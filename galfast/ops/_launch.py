@@ -49,13 +49,16 @@ def run_kernel(kernel: str, params, device: torch.device) -> None:
         getattr(_C, f"{kernel}_cpu")(params)
 
 
-def kernel_op(name: str, body: Callable, outputs: Callable) -> torch.library.CustomOpDef:
+def kernel_op(
+    name: str, body: Callable, outputs: Callable, mutates_args: tuple[str, ...] = ()
+) -> torch.library.CustomOpDef:
     """Registers `body` as the custom op ``galfast::<name>`` (its schema read from the body's
     signature, so the argument list is written once) with a fake kernel returning
     ``outputs(...)``. `outputs` is the op's shape function: it allocates the op's outputs from
     the body's arguments of the same names, and the body allocates its outputs with it too, so
-    the real and the traced shapes cannot drift apart."""
-    op = torch.library.custom_op(f"galfast::{name}", mutates_args=())(body)
+    the real and the traced shapes cannot drift apart. `mutates_args` names the arguments the
+    body writes into (such an op has no autograd)."""
+    op = torch.library.custom_op(f"galfast::{name}", mutates_args=mutates_args)(body)
     signature = inspect.signature(body)
     wanted = list(inspect.signature(outputs).parameters)
 
