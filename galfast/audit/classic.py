@@ -11,9 +11,11 @@ from typing import Any, Optional
 
 import numpy as np
 
-__all__ = ["CLASSIC_FAMILIES", "fit_classic", "supports"]
+__all__ = ["CLASSIC_FAMILIES", "SKLEARN_MODULES", "fit_classic", "supports"]
 
 CLASSIC_FAMILIES = ("knn", "hgb")
+# What fit_classic imports (see galfast.audit.threads.attacker_threads' load_first).
+SKLEARN_MODULES = ("sklearn.ensemble", "sklearn.neighbors")
 _KS = (5, 15, 45)
 
 
