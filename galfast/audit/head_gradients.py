@@ -74,6 +74,7 @@ class HeadGradients:
     def _loss_gradient(self, out: Tensor, y: Tensor) -> Tensor:
         """d loss / d out as autograd's formulas compute it from the seed gradient 1."""
         kind, weights = self._kind, self._weights
+        one = torch.ones((), dtype=out.dtype, device=out.device)  # backward()'s seed
         one_logit = out.dim() == 1 or out.size(-1) == 1
         if kind == "binary" and weights is None and one_logit:
             # binary_cross_entropy_with_logits_backward, mean reduction.
@@ -84,7 +85,7 @@ class HeadGradients:
             # (bce(l, y, "none") * w[y]).sum() / w[y].sum(): div, sum and mul backwards, then
             # the unreduced BCE's.
             wy = weights.to(out.dtype)[y.view(-1)]
-            upstream = (torch.ones((), dtype=out.dtype) / wy.sum()).expand(wy.shape) * wy
+            upstream = (one / wy.sum()).expand(wy.shape) * wy
             grad = torch.sigmoid(out.view(-1)).sub_(y.to(out.dtype)).mul_(upstream)
             return grad.view(out.shape)
         if kind in ("binary", "categorical"):
@@ -92,7 +93,6 @@ class HeadGradients:
             weight = None if weights is None else weights.to(out.dtype)
             log_p = torch.log_softmax(out, 1)
             _, total_weight = torch.ops.aten.nll_loss_forward(log_p, y, weight, _MEAN, _NO_IGNORE)
-            one = torch.ones((), dtype=out.dtype)
             grad = torch.ops.aten.nll_loss_backward(
                 one, log_p, y, weight, _MEAN, _NO_IGNORE, total_weight
             )
@@ -100,6 +100,5 @@ class HeadGradients:
         if kind == "multilabel":
             return torch.sigmoid(out).sub_(y.to(out.dtype)).div_(out.numel())
         target = y.to(out.dtype)
-        one = torch.ones((), dtype=out.dtype)
         grad = torch.ops.aten.mse_loss_backward(one, out.view_as(target), target, _MEAN)
         return grad.view(out.shape)
