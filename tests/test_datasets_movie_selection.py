@@ -5,7 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from galfast.datasets.synthetic_movielens_1m import _select_movies, _smallest_first
+from galfast.datasets.synthetic_movielens_1m import (
+    _by_user_then_movie,
+    _select_movies,
+    _smallest_first,
+)
 
 
 def _full_sort_selection(rng, logits_of, per_user, num_movies):
@@ -40,3 +44,14 @@ def test_selection_equals_the_full_sort(scale):
 def test_smallest_first_with_ties_at_the_cut(count):
     values = np.array([3, 1, 2, 2, 0, 2, 5, 1, 4, 2], dtype=np.float32)
     np.testing.assert_array_equal(_smallest_first(values, count), np.argsort(values)[:count])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_user_movie_order_is_lexsorts(seed):
+    # Duplicate (user, movie) pairs included: both orders keep a tie's original order.
+    data = np.random.default_rng(seed)
+    num_movies = 50
+    users = data.integers(0, 40, size=3000)
+    movies = data.integers(0, num_movies, size=3000)
+    got = _by_user_then_movie(users, movies, num_movies)
+    assert np.array_equal(got, np.lexsort((movies, users)))

@@ -9,9 +9,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast.audit.head_gradients import HeadGradients
 from galfast.audit.jobs import seeded_init
 from galfast.audit.minibatches import adam, shuffled_batches
-from galfast.gal.adversary_losses import tv_loss
 from galfast.gal.seeding import seeded_generator
 from galfast.models.attacker import AttackerMLP
 
@@ -79,6 +79,7 @@ def fit_and_predict(
         model = _build(family, x_train.size(1), num_outputs, config.hidden).to(x_train.device)
     model = model.to(x_train.dtype)
     optimizer = adam(model.parameters(), config.lr)
+    gradients = HeadGradients(model, kind)
     gen = seeded_generator(seed)
     n = x_train.size(0)
     model.train()
@@ -87,9 +88,7 @@ def fit_and_predict(
     for _ in range(epochs):
         order = torch.randperm(n, generator=gen).to(x_train.device)
         for xb, yb in shuffled_batches(order, config.batch_size, x_train, y_train):
-            loss = tv_loss(model(xb), yb, kind)
-            optimizer.zero_grad()
-            loss.backward()
+            gradients(xb, yb)  # loss.backward()'s gradients of tv_loss, bitwise
             optimizer.step()
     model.eval()
     with torch.no_grad():

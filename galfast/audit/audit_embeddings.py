@@ -15,7 +15,10 @@ from galfast._dtypes import all_finite
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
+from galfast.audit.classic import CLASSIC_FAMILIES
+from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
 from galfast.audit.jobs import Jobs, default_workers
+from galfast.audit.metrics import SKLEARN_MODULES as METRIC_MODULES
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.search import SearchConfig
@@ -248,8 +251,11 @@ def audit(
     bar = tqdm(total=len(attrs) * len(pairings), disable=not progress, desc="audit")
     views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
     jobs = Jobs(workers, threads)
+    sklearn_modules = METRIC_MODULES
+    if any(f in CLASSIC_FAMILIES for f in families):
+        sklearn_modules += CLASSIC_MODULES
     try:
-        with attacker_threads(threads):
+        with attacker_threads(threads, load_first=sklearn_modules):
             # Every fit is handed to the workers first; the cells are then assembled in order.
             cells = []
             for ai, attr in enumerate(attrs):

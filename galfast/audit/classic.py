@@ -10,12 +10,12 @@ from __future__ import annotations
 from typing import Any, Optional
 
 import numpy as np
-from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
-from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
-__all__ = ["CLASSIC_FAMILIES", "fit_classic", "supports"]
+__all__ = ["CLASSIC_FAMILIES", "SKLEARN_MODULES", "fit_classic", "supports"]
 
 CLASSIC_FAMILIES = ("knn", "hgb")
+# What fit_classic imports (see galfast.audit.threads.attacker_threads' load_first).
+SKLEARN_MODULES = ("sklearn.ensemble", "sklearn.neighbors")
 _KS = (5, 15, 45)
 
 
@@ -55,6 +55,10 @@ def fit_classic(
     """Fits ``family`` (``"knn"`` or ``"hgb"``) and predicts the test rows; returns
     ``(pred, binary scores, chosen configuration with its validation score)``. ``score(y,
     pred)`` is the primary metric (larger = stronger) used to choose on validation."""
+    # scikit-learn loads with the first fit, not with the package (about a second).
+    from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
     xf, xv, xt = _standardise(x_fit, x_val, x_test)
     regress = kind == "continuous"
     if family == "knn":

@@ -1,26 +1,25 @@
-"""Attack metrics per attribute kind (scikit-learn), and the trivial baselines' scores."""
+"""Attack metrics per attribute kind (scikit-learn), and the trivial baselines' scores.
+
+scikit-learn (which loads scipy.stats and pandas: about a second) is imported by the first
+metric computed, not with the package, so ``import galfast`` and the CLI's help stay fast."""
 
 from __future__ import annotations
 
 from typing import Optional
 
 import numpy as np
-from sklearn.metrics import (
-    accuracy_score,
-    f1_score,
-    mean_absolute_error,
-    mean_squared_error,
-    recall_score,
-    roc_auc_score,
-)
 
 __all__ = [
     "PRIMARY_METRIC",
+    "SKLEARN_MODULES",
     "attack_metrics",
     "baseline_metrics",
     "higher_is_stronger",
     "primary_metric",
 ]
+
+# What the metrics import (see galfast.audit.threads.attacker_threads' load_first).
+SKLEARN_MODULES = ("sklearn.metrics",)
 
 # The metric that ranks attackers (the headline): the strongest attacker has the highest
 # macro-F1 (lowest MAE for continuous attributes).
@@ -39,6 +38,8 @@ def higher_is_stronger(metric: str) -> bool:
 def _balanced_accuracy(y: np.ndarray, pred: np.ndarray) -> float:
     # Mean recall over the classes present in y (sklearn's balanced_accuracy_score), written
     # with recall_score so a predicted class absent from y does not raise a warning.
+    from sklearn.metrics import recall_score
+
     return float(recall_score(y, pred, labels=np.unique(y), average="macro", zero_division=0))
 
 
@@ -56,6 +57,15 @@ def attack_metrics(
     - multilabel (``[n, L]`` 0/1): ``micro_f1``, ``macro_f1``, ``accuracy`` (exact set match);
     - continuous: ``mae``, ``rmse``.
     """
+    from sklearn.metrics import (
+        accuracy_score,
+        f1_score,
+        mean_absolute_error,
+        mean_squared_error,
+        recall_score,
+        roc_auc_score,
+    )
+
     if kind == "continuous":
         return {
             "mae": float(mean_absolute_error(y, pred)),
@@ -85,6 +95,8 @@ def attack_metrics(
 def primary_metric(kind: str, y: np.ndarray, pred: np.ndarray) -> float:
     """``attack_metrics(kind, y, pred)[PRIMARY_METRIC[kind]]`` alone: the searches rank every
     trial on it, and the other metrics (ROC-AUC above all) would cost several times more."""
+    from sklearn.metrics import f1_score, mean_absolute_error
+
     if kind == "continuous":
         return float(mean_absolute_error(y, pred))
     return float(f1_score(y, pred, average="macro", zero_division=0))

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast.audit.head_gradients import HeadGradients
 from galfast.audit.jobs import seeded_init
 from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger, primary_metric
 from galfast.audit.minibatches import adam, shuffled_batches
@@ -192,6 +193,7 @@ def fit_head(
     with seeded_init(seed):
         model = AttackerMLP(xf.size(1), num_outputs, hidden).to(xf.device, xf.dtype)
     optimizer = adam(model.parameters(), config.lr, config.weight_decay)
+    gradients = HeadGradients(model, kind, weights)
     gen = seeded_generator(seed)
     n = xf.size(0)
     best_loss, best_state, since, epochs = float("inf"), None, 0, 0
@@ -200,9 +202,7 @@ def fit_head(
         model.train()
         order = torch.randperm(n, generator=gen).to(xf.device)
         for xb, yb in shuffled_batches(order, search.batch_size, xf, yf):
-            loss = _loss(model(xb), yb, kind, weights)
-            optimizer.zero_grad()
-            loss.backward()
+            gradients(xb, yb)  # loss.backward()'s gradients of _loss, bitwise
             optimizer.step()
         model.eval()
         with torch.no_grad():

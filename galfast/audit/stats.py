@@ -7,8 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
-from scipy import stats
-
 __all__ = ["MetricSummary", "summarize"]
 
 
@@ -48,5 +46,7 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> MetricSummar
     if n == 1:
         return MetricSummary(mean, None, values)
     std = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    from scipy import stats  # here: scipy.stats alone takes about a second to import
+
     half = float(stats.t.ppf((1 + confidence) / 2, n - 1)) * std / math.sqrt(n)
     return MetricSummary(mean, half, values)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import importlib
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -12,10 +13,16 @@ __all__ = ["attacker_threads"]
 
 
 @contextmanager
-def attacker_threads(threads: int) -> Iterator[None]:
+def attacker_threads(threads: int, load_first: Sequence[str] = ()) -> Iterator[None]:
     """Runs the block with ``threads`` intra-op threads in torch and in the native pools
     scikit-learn uses (OpenMP, BLAS), restoring torch's count after. The attackers are small:
-    extra threads only add synchronisation, which on a loaded machine costs 10-30x."""
+    extra threads only add synchronisation, which on a loaded machine costs 10-30x.
+
+    ``load_first``: modules to import before the pools are limited. scikit-learn brings its
+    own OpenMP and BLAS libraries, and a pool loaded inside the block keeps its default
+    thread count (with two attacker workers, four spinning threads on two cores)."""
+    for module in load_first:
+        importlib.import_module(module)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)
     try:

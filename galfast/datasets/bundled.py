@@ -14,7 +14,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import scipy.sparse as sp
 
 from galfast.datasets.planetoid_raw import NUM_VAL, PlanetoidRaw
 
@@ -54,6 +53,8 @@ def save_bundled(raw: PlanetoidRaw, path: Path) -> None:
 
 def load_bundled(path: Path) -> PlanetoidRaw:
     """Reads a file written by :func:`save_bundled`."""
+    import scipy.sparse as sp  # here, not at import: `import galfast` stays free of scipy
+
     with np.load(path) as stored:
         indptr = stored["feature_indptr"].astype(np.int64)
         indices = stored["feature_indices"].astype(np.int64)

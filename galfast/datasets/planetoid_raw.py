@@ -22,12 +22,14 @@ import io
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
-import scipy.sparse as sp
 
 from galfast.datasets.link_split import undirected_pairs
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = [
     "FEATURE_PARTS",
@@ -50,27 +52,32 @@ def _numpy_reconstruct() -> Any:
     return _reconstruct
 
 
-# The only globals the raw files (and faithful re-creations of them) reference. Anything else
-# is refused: a pickle can run arbitrary code, and these files come from the network.
-_ALLOWED_GLOBALS = {
-    ("numpy", "ndarray"): np.ndarray,
-    ("numpy", "dtype"): np.dtype,
-    ("numpy.core.multiarray", "_reconstruct"): _numpy_reconstruct(),
-    ("numpy._core.multiarray", "_reconstruct"): _numpy_reconstruct(),
-    ("scipy.sparse.csr", "csr_matrix"): sp.csr_matrix,
-    ("scipy.sparse._csr", "csr_matrix"): sp.csr_matrix,
-    ("collections", "defaultdict"): collections.defaultdict,
-    ("__builtin__", "list"): list,
-    ("builtins", "list"): list,
-    ("_codecs", "encode"): codecs.encode,
-}
+def _allowed_globals() -> dict[tuple[str, str], Any]:
+    """The only globals the raw files (and faithful re-creations of them) reference. Anything
+    else is refused: a pickle can run arbitrary code, and these files come from the network.
+    Built when a file is read, so ``import galfast`` does not load scipy."""
+    import scipy.sparse as sp
+
+    return {
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        ("numpy.core.multiarray", "_reconstruct"): _numpy_reconstruct(),
+        ("numpy._core.multiarray", "_reconstruct"): _numpy_reconstruct(),
+        ("scipy.sparse.csr", "csr_matrix"): sp.csr_matrix,
+        ("scipy.sparse._csr", "csr_matrix"): sp.csr_matrix,
+        ("collections", "defaultdict"): collections.defaultdict,
+        ("__builtin__", "list"): list,
+        ("builtins", "list"): list,
+        ("_codecs", "encode"): codecs.encode,
+    }
 
 
 class _PlanetoidUnpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if (module, name) not in _ALLOWED_GLOBALS:
+        allowed = _allowed_globals()
+        if (module, name) not in allowed:
             raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
-        return _ALLOWED_GLOBALS[(module, name)]
+        return allowed[(module, name)]
 
 
 def load_pickle(path: Path) -> Any:
@@ -110,6 +117,8 @@ class PlanetoidRaw:
 
 
 def _one_hot(value: Any, path: Path) -> np.ndarray:
+    import scipy.sparse as sp
+
     array = np.asarray(value.toarray() if sp.issparse(value) else value)
     if array.ndim != 2:
         raise ValueError(f"{path} must hold a 2-D one-hot label matrix, got shape {array.shape}")
@@ -117,6 +126,8 @@ def _one_hot(value: Any, path: Path) -> np.ndarray:
 
 
 def _csr(value: Any, path: Path) -> sp.csr_matrix:
+    import scipy.sparse as sp
+
     if not sp.issparse(value) or value.ndim != 2:
         raise ValueError(f"{path} must hold a 2-D scipy sparse matrix, got {type(value).__name__}")
     return sp.csr_matrix(value, dtype=np.float32)
@@ -187,6 +198,8 @@ def read_planetoid_raw(folder: Path, name: str) -> PlanetoidRaw:
 
     features = None
     if all(path[part].is_file() for part in FEATURE_PARTS):
+        import scipy.sparse as sp
+
         allx = _csr(load_pickle(path["allx"]), path["allx"])
         tx = _csr(load_pickle(path["tx"]), path["tx"])
         if (

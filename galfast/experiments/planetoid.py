@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 from torch import Tensor
 
 from galfast.datasets import GraphDataset
@@ -26,6 +25,8 @@ __all__ = ["PLANETOID", "link_auc"]
 
 def link_auc(z: Tensor, pos: Tensor, neg: Tensor) -> float:
     """ROC-AUC of dot-product scores separating the ``pos`` edges from the ``neg`` ones."""
+    from sklearn.metrics import roc_auc_score  # scikit-learn loads only when it is needed
+
     pairs = torch.cat([pos, neg], dim=1).to(z.device)
     scores = (z[pairs[0]] * z[pairs[1]]).sum(-1).cpu().numpy()
     labels = np.concatenate([np.ones(pos.size(1)), np.zeros(neg.size(1))])
