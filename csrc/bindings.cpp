@@ -70,4 +70,5 @@ PYBIND11_MODULE(_C, m) {
   bind_sample_neighbors(m);
   bind_nnconv(m);
   bind_compgcn(m);
+  bind_gather_rows(m);
 }

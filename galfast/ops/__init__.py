@@ -13,3 +13,6 @@ __all__ = ["aggregate", "gat_aggregate", "sample_nhop"]
 __all__ += ["Block", "NeighborLoader", "SampledBatch", "block_aggregate", "sample_neighbors"]
 __all__ += ["nnconv_aggregate"]
 __all__ += ["compgcn_aggregate"]
+from galfast.ops.gather_rows import gather_rows  # noqa: E402
+
+__all__ += ["gather_rows"]
