@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from galfast import ops
+
 __all__ = ["bilinear_forms"]
 
 
@@ -58,6 +60,13 @@ class _RowDots(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple:
         vectors, z = ctx.saved_tensors
+        if (
+            ctx.needs_input_grad[0]
+            and ctx.needs_input_grad[1]
+            and not torch.is_grad_enabled()  # the kernel records no graph for a double backward
+            and vectors.dtype == z.dtype == grad.dtype
+        ):
+            return ops.row_dot_grads(vectors, z, grad)  # both in one pass, the same roundings
         grad_vectors = grad_z = None
         if ctx.needs_input_grad[0]:
             grad_vectors = _outer_rows(grad, z)

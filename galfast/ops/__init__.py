@@ -16,3 +16,6 @@ __all__ += ["compgcn_aggregate"]
 from galfast.ops.gather_rows import gather_rows  # noqa: E402
 
 __all__ += ["gather_rows"]
+from galfast.ops.row_dots import row_dot_grads  # noqa: E402
+
+__all__ += ["row_dot_grads"]
