@@ -23,6 +23,8 @@ void bind_sample_neighbors(py::module_& m);
 void bind_nnconv(py::module_& m);
 void bind_compgcn(py::module_& m);
 void bind_batch_norm(py::module_& m);
+void bind_gather_rows(py::module_& m);
+void bind_row_dots(py::module_& m);
 
 inline void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);

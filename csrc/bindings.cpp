@@ -71,4 +71,6 @@ PYBIND11_MODULE(_C, m) {
   bind_nnconv(m);
   bind_compgcn(m);
   bind_batch_norm(m);
+  bind_gather_rows(m);
+  bind_row_dots(m);
 }

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from galfast.models import BilinearRatingDecoder
-from galfast.models.bilinear_forms import bilinear_forms
+from galfast.models.bilinear_forms import _RowDots, bilinear_forms
 
 
 def _reference(z_src, bases, z_dst):
@@ -42,6 +42,21 @@ def test_gradcheck_and_gradgradcheck_float64():
     inputs = _inputs(7, 4, 3, 5, torch.float64, seed=1)
     assert torch.autograd.gradcheck(bilinear_forms, inputs)
     assert torch.autograd.gradgradcheck(bilinear_forms, inputs)
+
+
+@pytest.mark.parametrize("num_bases", [1, 2, 3])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_row_dots_gradients_are_the_broadcast_products_bitwise(num_bases, dtype):
+    gen = torch.Generator().manual_seed(num_bases)
+    vectors = torch.randn(500, num_bases, 20, generator=gen, dtype=dtype, requires_grad=True)
+    z = torch.randn(500, 20, generator=gen, dtype=dtype, requires_grad=True)
+    grad = torch.randn(500, num_bases, generator=gen, dtype=dtype)
+    _RowDots.apply(vectors, z).backward(grad)
+    assert torch.equal(vectors.grad, grad.unsqueeze(2) * z.detach().unsqueeze(1))
+    expected = vectors.detach()[:, 0] * grad[:, :1]
+    for s in range(1, num_bases):
+        expected = torch.addcmul(expected, vectors.detach()[:, s], grad[:, s : s + 1])
+    assert torch.equal(z.grad, expected)
 
 
 def test_gradient_for_only_some_inputs():

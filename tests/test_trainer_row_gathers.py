@@ -77,3 +77,19 @@ def test_rating_batches_gather_from_contiguous_storage_the_same_batches():
         assert torch.equal(batch.rating, ratings[idx].float())
         assert torch.equal(batch.level, ratings[idx] - 1)
         assert batch.src.is_contiguous() and batch.dst.is_contiguous()
+
+
+def test_edge_head_gathers_id_tensors_with_gather_rows(monkeypatch):
+    import galfast.ops
+
+    calls, real = [], galfast.ops.gather_rows
+
+    def counted(z, ids):
+        calls.append(ids)
+        return real(z, ids)
+
+    monkeypatch.setattr(galfast.ops, "gather_rows", counted)
+    z = torch.randn(8, 4)
+    src, dst = torch.tensor([0, 1, 1]), torch.tensor([5, 7, 6], dtype=torch.int32)
+    EdgeHead(BilinearRatingDecoder(4))(z, RatingBatch(src, dst, None, None))
+    assert len(calls) == 2 and calls[0] is src and calls[1] is dst

@@ -12,6 +12,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from galfast import ops
+
 __all__ = ["bilinear_forms"]
 
 
@@ -58,9 +60,16 @@ class _RowDots(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple:
         vectors, z = ctx.saved_tensors
+        if (
+            ctx.needs_input_grad[0]
+            and ctx.needs_input_grad[1]
+            and not torch.is_grad_enabled()  # the kernel records no graph for a double backward
+            and vectors.dtype == z.dtype == grad.dtype
+        ):
+            return ops.row_dot_grads(vectors, z, grad)  # both in one pass, the same roundings
         grad_vectors = grad_z = None
         if ctx.needs_input_grad[0]:
-            grad_vectors = grad.unsqueeze(2) * z.unsqueeze(1)
+            grad_vectors = _outer_rows(grad, z)
         if ctx.needs_input_grad[1]:
             # sum_s grad[b, s] * vectors[b, s]: one fused multiply-add per basis (a reduction
             # over the middle dimension is several times slower).
@@ -68,3 +77,16 @@ class _RowDots(torch.autograd.Function):
             for s in range(1, vectors.size(1)):
                 grad_z = torch.addcmul(grad_z, vectors[:, s], grad[:, s : s + 1])
         return grad_vectors, grad_z
+
+
+def _outer_rows(grad: Tensor, z: Tensor) -> Tensor:
+    """``[B, S]``, ``[B, E]`` -> ``[B, S, E]``: ``grad[b, s] * z[b]``. Outside a graph being
+    recorded, one product per basis written into its slice (MovieLens: 1.5x faster than the
+    broadcast ``[B, S, 1] x [B, 1, E]`` product, the same values: one rounding each);
+    ``out=`` records no graph, so the double backward takes the broadcast."""
+    if torch.is_grad_enabled():
+        return grad.unsqueeze(2) * z.unsqueeze(1)
+    out = grad.new_empty(grad.size(0), grad.size(1), z.size(1))
+    for s in range(grad.size(1)):
+        torch.mul(z, grad[:, s : s + 1], out=out[:, s])
+    return out

@@ -1,0 +1,93 @@
+"""The MovieLens rating head as a training step runs it (EdgeHead's two gathers, GC-MC's
+bilinear decoder, the cross-entropy, forward and backward) with this session's forms against
+the ones they replaced (index_select gathers; the broadcast product and addcmul in the
+decoder's backward), in one process, alternating round by round:
+
+    PYTHONPATH=. python bench/bench_rating_head.py --threads 1 --rounds 300
+    PYTHONPATH=. python bench/bench_rating_head.py --threads 2 --rounds 300
+
+At one thread each call is timed as CPU time (time.process_time), at more as wall time
+(time.perf_counter; only meaningful on a quiet machine); the minimum over rounds is printed.
+Both forms give bitwise the same loss and gradients (checked before timing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+from galfast import ops
+from galfast.models import BilinearRatingDecoder
+from galfast.train import EdgeHead, rating_cross_entropy
+from galfast.train.batches import RatingBatch
+
+BATCH, USERS, NODES, DIM = 8192, 6040, 9746, 20
+
+
+def _broadcast_grads(vectors, z, grad):
+    grad_z = vectors[:, 0] * grad[:, :1]
+    for s in range(1, vectors.size(1)):
+        grad_z = torch.addcmul(grad_z, vectors[:, s], grad[:, s : s + 1])
+    return grad.unsqueeze(2) * z.unsqueeze(1), grad_z
+
+
+def _index_select(z, ids):
+    return z.index_select(0, ids)
+
+
+def step_fn(old: bool):
+    gen = torch.Generator().manual_seed(0)
+    z = torch.randn(NODES, DIM, generator=gen, requires_grad=True)
+    batch = RatingBatch(
+        torch.randint(0, USERS, (BATCH,), generator=gen),
+        torch.randint(USERS, NODES, (BATCH,), generator=gen),
+        torch.randint(0, 5, (BATCH,), generator=gen),
+        None,
+    )
+    torch.manual_seed(0)
+    head = EdgeHead(BilinearRatingDecoder(DIM))
+    real = (ops.gather_rows, ops.row_dot_grads)
+
+    def step():
+        z.grad = None
+        head.zero_grad(set_to_none=True)
+        if old:
+            ops.gather_rows, ops.row_dot_grads = _index_select, _broadcast_grads
+        try:
+            rating_cross_entropy(head(z, batch), batch).backward()
+        finally:
+            ops.gather_rows, ops.row_dot_grads = real
+        return z.grad, head.decoder.bases.grad
+
+    return step
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=300)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    steps = {"before (index_select, broadcast)": step_fn(True), "now": step_fn(False)}
+    before, now = (fn() for fn in steps.values())
+    assert all(torch.equal(a, b) for a, b in zip(before, now)), "results differ"
+    wall = args.threads > 1
+    clock = time.perf_counter if wall else time.process_time
+    best = dict.fromkeys(steps, float("inf"))
+    for _ in range(args.rounds):
+        for name, fn in steps.items():
+            start = clock()
+            fn()
+            best[name] = min(best[name], clock() - start)
+    ratio = best["before (index_select, broadcast)"] / best["now"]
+    cells = "  ".join(f"{n} {1e6 * t:7.1f} us" for n, t in best.items())
+    print(
+        f"rating head fwd+bwd [{args.threads} thread(s), {'wall' if wall else 'CPU'}]  {cells}"
+        f"  {ratio:4.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    main()
