@@ -37,6 +37,7 @@
 #include "common/csr_check.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/unroll.h"
 
 // Everything included above is compiled for the baseline instruction set: the linker keeps one
 // copy of each inline function of a shared header, so none may be compiled for AVX-512 here.
@@ -102,18 +103,6 @@ constexpr int sets_for(int registers) {
 constexpr int tile_sets(int n) { return n == 4 ? 8 : n < 8 ? 4 : sets_for((n + 7) / 8); }
 // This kernel's cover of a tile of n features: n / 16 full vectors and a tail of 0, 4, 8 or 16.
 constexpr int tail_lanes(int n) { return n % 16 == 0 ? 0 : n % 16 <= 4 ? 4 : n % 16 <= 8 ? 8 : 16; }
-
-// Calls f(std::integral_constant<int, I>()) for I = 0 .. N-1 (array indices stay constants, so
-// the accumulators stay in registers).
-template <typename F, int... I>
-[[gnu::always_inline]] inline void unrolled(F&& f, std::integer_sequence<int, I...>) {
-  (f(std::integral_constant<int, I>()), ...);
-}
-template <int N, typename F>
-[[gnu::always_inline]] inline void unroll(F&& f) {
-  unrolled(f, std::make_integer_sequence<int, N>());
-}
-constexpr int log2_of(int n) { return n <= 1 ? 0 : 1 + log2_of(n / 2); }
 
 // What the kernel reads: x (or its pre-scaled copy) as a head array of head_stride floats a row
 // and, for a split copy, a tail array of tail_stride floats a row holding the features from

@@ -29,6 +29,7 @@
 #include "aggregate/aggregate.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/unroll.h"
 
 // GCC warns (baseline build) that a 32-byte vector returned by value changes the ABI without
 // AVX; every function here is inlined into its own translation unit, so no call crosses it.
@@ -55,19 +56,6 @@ constexpr int kMaxTileBytes = 256;
 constexpr int sets_for(int registers) {
   return registers >= 5 ? 1 : registers >= 3 ? 2 : registers == 2 ? 4 : 8;
 }
-
-// Calls f(std::integral_constant<int, I>()) for I = 0 .. N-1, each a compile-time constant (so
-// arrays indexed by it stay in registers).
-template <typename F, int... I>
-[[gnu::always_inline]] inline void unrolled(F&& f, std::integer_sequence<int, I...>) {
-  (f(std::integral_constant<int, I>()), ...);
-}
-template <int N, typename F>
-[[gnu::always_inline]] inline void unroll(F&& f) {
-  unrolled(f, std::make_integer_sequence<int, N>());
-}
-
-constexpr int log2_of(int n) { return n <= 1 ? 0 : 1 + log2_of(n / 2); }
 
 // Calls f(std::integral_constant<int, I>()) for the I in [0, N] equal to n.
 template <int N, typename F, int... I>

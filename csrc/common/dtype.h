@@ -31,4 +31,18 @@ inline void require_cpu_dtype(DType dtype, const char* what) {
   }
 }
 
+// Calls fn(float{}) or fn(double{}) for a CPU kernel's element type; other types throw as
+// require_cpu_dtype does.
+template <typename Fn>
+void dispatch_dtype(DType dtype, const char* what, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return fn(float{});
+    case DType::kFloat64:
+      return fn(double{});
+    default:
+      require_cpu_dtype(dtype, what);
+  }
+}
+
 }  // namespace galfast

@@ -52,19 +52,6 @@ void dispatch_op(Composition op, Fn&& fn) {
   }
 }
 
-template <typename Fn>
-void dispatch_dtype(DType dtype, const char* what, Fn&& fn) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return fn(float{});
-    case DType::kFloat64:
-      return fn(double{});
-    default:
-      throw std::invalid_argument(std::string(what) + " on CPU supports float32 and float64, got " +
-                                  dtype_name(dtype));
-  }
-}
-
 // Accumulates w * phi(a[0 : width], b[0 : width]) into acc; pairs for kCorr (width even).
 template <Composition kOp, typename T, typename Width>
 [[gnu::always_inline]] inline void compose_into(T w, const T* __restrict a, const T* __restrict b,

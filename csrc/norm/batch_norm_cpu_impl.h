@@ -56,19 +56,6 @@ struct Layout {
   }
 };
 
-template <typename Fn>
-void dispatch_dtype(DType dtype, const char* what, Fn&& fn) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return fn(float{});
-    case DType::kFloat64:
-      return fn(double{});
-    default:
-      throw std::invalid_argument(std::string(what) + " on CPU supports float32 and float64, got " +
-                                  dtype_name(dtype));
-  }
-}
-
 // Runs body(thread, k, first_element, num_elements) for every chunk k of the rows (elements
 // counted flat); chunks statically spread over `threads` threads, no parallel region at all
 // for one. The bodies throw nothing.
