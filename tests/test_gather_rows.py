@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ref_gather_rows import gather_rows_ref, scatter_add_rows_ref
 
 from galfast import ops
 from galfast.ops import gather_rows
 from galfast.ops.gather_rows import _gather_op, _scatter_op
-from tests.ref_gather_rows import gather_rows_ref, scatter_add_rows_ref
 
 DTYPES = (torch.float32, torch.float64)
 INDEX_DTYPES = (torch.int64, torch.int32)

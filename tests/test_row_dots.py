@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from ref_row_dots import row_dot_grads_ref
 
 from galfast import ops
 from galfast.ops import row_dot_grads
 from galfast.ops.row_dots import _row_dot_grads_op
-from tests.ref_row_dots import row_dot_grads_ref
 
 
 def _inputs(rows, num_vectors, width, dtype=torch.float32, seed=0):
