@@ -3,6 +3,8 @@ torch_sparse-style SparseTensor, against PyG with the same adjacency; caching an
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 import torch
 from _layer_cases import awkward_graphs, positive_weights
@@ -14,6 +16,21 @@ from galfast.nn import _graph_input
 pyg_nn = pytest.importorskip("torch_geometric.nn")
 
 pytestmark = pytest.mark.filterwarnings("ignore:Sparse CS. tensor support is in beta")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _pyg_propagate_from_fusable_layers():
+    """PyG writes a layer class's ``propagate`` once, from the first instance built in the
+    process, and keeps it on the class: after a SAGEConv with a non-fusable aggregation (e.g.
+    ``aggr="lstm"`` in test_pyg_compat_sage_aggr.py) every later PyG SAGEConv raises
+    "'message_and_aggregate' not implemented" on sparse input. Dropping the generated methods
+    and their module makes the next instance write them again, from its own settings."""
+    for cls in (pyg_nn.SAGEConv, pyg_nn.GCNConv, pyg_nn.GINConv, pyg_nn.GATConv):
+        for name in ("propagate", "collect", "_orig_propagate", "_jinja_propagate"):
+            if name in vars(cls):
+                delattr(cls, name)
+        sys.modules.pop(f"{cls.__module__}_{cls.__name__}_propagate", None)
+
 
 GRAPHS = awkward_graphs()
 # The hub graph makes every case slow in PyG without adding a sparse-specific path.
