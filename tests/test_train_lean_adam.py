@@ -6,6 +6,7 @@ import sys
 
 import pytest
 import torch
+from same_galfast import GALFAST_PARENT, same_galfast_env
 
 from galfast.train.lean_adam import LeanAdam, LeanAdamW
 from galfast.train.optimizers import make_optimizer
@@ -173,5 +174,12 @@ def test_training_imports_no_dynamo():
         "assert float(p[0]) > 0\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=GALFAST_PARENT,
+        env=same_galfast_env(),
+    )
+    assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
