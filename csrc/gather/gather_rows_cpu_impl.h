@@ -49,9 +49,11 @@ void thread_id(int& t, int& nt) {
 #endif
 }
 
+// Zero-width rows come from tensors without storage, whose pointers may be null: memcpy must not
+// see them even for zero bytes.
 template <typename T>
 inline void copy_row(T* __restrict__ dst, const T* __restrict__ src, int64_t width) {
-  std::memcpy(dst, src, static_cast<size_t>(width) * sizeof(T));
+  if (width > 0) std::memcpy(dst, src, static_cast<size_t>(width) * sizeof(T));
 }
 
 template <typename T>
