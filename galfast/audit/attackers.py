@@ -9,6 +9,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast.audit.flat_params import flatten_parameters
 from galfast.audit.head_gradients import HeadGradients
 from galfast.audit.jobs import seeded_init
 from galfast.audit.minibatches import adam, shuffled_batches
@@ -78,7 +79,7 @@ def fit_and_predict(
     with seeded_init(seed):
         model = _build(family, x_train.size(1), num_outputs, config.hidden).to(x_train.device)
     model = model.to(x_train.dtype)
-    optimizer = adam(model.parameters(), config.lr)
+    optimizer = adam([flatten_parameters(model)], config.lr)
     gradients = HeadGradients(model, kind)
     gen = seeded_generator(seed)
     n = x_train.size(0)

@@ -42,7 +42,9 @@ def _layers(model: nn.Module) -> tuple[list[nn.Linear], list[float]]:
 class HeadGradients:
     """``head_gradients(x, y)`` sets ``p.grad`` of every parameter of ``model`` to the gradient
     of ``tv_loss(model(x), y, kind)`` (or, with ``class_weights``, of the audit's
-    class-weighted loss), as ``loss.backward()`` after ``zero_grad()`` would."""
+    class-weighted loss), as ``loss.backward()`` after ``zero_grad()`` would. A gradient
+    that exists already (a view of the buffer that ``flatten_parameters`` makes) is
+    overwritten in place; a missing one is set to a new tensor."""
 
     def __init__(self, model: nn.Module, kind: str, class_weights: Optional[Tensor] = None):
         self._linears, self._slopes = _layers(model)
@@ -64,8 +66,13 @@ class HeadGradients:
             layer = self._linears[i]
             # linear = addmm(bias, input, weight.t()): mm_mat2_backward on the transposed
             # weight gives grad.t() @ input; the bias's gradient is sum_to's reduction.
-            layer.weight.grad = grad.t().mm(inputs[i])
-            layer.bias.grad = grad.sum([0], keepdim=True).view(layer.bias.shape)
+            weight_grad, bias_grad = layer.weight.grad, layer.bias.grad
+            if weight_grad is None or bias_grad is None:
+                layer.weight.grad = grad.t().mm(inputs[i])
+                layer.bias.grad = grad.sum([0], keepdim=True).view(layer.bias.shape)
+            else:  # the same kernels, writing into the gradients' buffers
+                torch.mm(grad.t(), inputs[i], out=weight_grad)
+                torch.sum(grad, [0], keepdim=True, out=bias_grad.view(1, -1))
             if i > 0:
                 grad = torch.ops.aten.leaky_relu_backward(
                     grad.mm(layer.weight), pre_activations[i - 1], self._slopes[i - 1], False

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast.audit.flat_params import flatten_parameters
 from galfast.audit.head_gradients import HeadGradients
 from galfast.audit.jobs import seeded_init
 from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger, primary_metric
@@ -192,11 +193,12 @@ def fit_head(
     hidden = (config.width,) * config.depth
     with seeded_init(seed):
         model = AttackerMLP(xf.size(1), num_outputs, hidden).to(xf.device, xf.dtype)
-    optimizer = adam(model.parameters(), config.lr, config.weight_decay)
+    flat = flatten_parameters(model)  # one tensor for Adam and the snapshots
+    optimizer = adam([flat], config.lr, config.weight_decay)
     gradients = HeadGradients(model, kind, weights)
     gen = seeded_generator(seed)
     n = xf.size(0)
-    best_loss, best_state, since, epochs = float("inf"), None, 0, 0
+    best_loss, best, since, epochs = float("inf"), None, 0, 0
     while epochs < search.max_epochs:
         epochs += 1
         model.train()
@@ -209,12 +211,12 @@ def fit_head(
             val_loss = float(_loss(model(xv), yv, kind, weights))
         if val_loss < best_loss:
             best_loss, since = val_loss, 0
-            best_state = {k: v.clone() for k, v in model.state_dict().items()}
+            best = flat.clone() if best is None else best.copy_(flat)
         else:
             since += 1
             if since >= search.patience:
                 break
-    model.load_state_dict(best_state)
+    flat.copy_(best)
     model.eval()
     fitted = FittedHead(model, mean, std, y_mean, y_std, kind, 0.0, epochs)
     pred, scores = fitted.predict(x_val)
