@@ -42,6 +42,60 @@ def test_reports_do_not_depend_on_workers(strength):
     assert audit(z, attrs, workers=3, **kwargs).to_json() == one
 
 
+def test_reports_do_not_depend_on_the_cost_estimates(monkeypatch):
+    # Reversed estimates start the cheapest fits first: another order, the same report.
+    from galfast.audit import audit_embeddings, job_costs, strong_attacks
+
+    z, graph, attrs = _case()
+    kwargs = dict(
+        graph=graph, train_idx=torch.arange(110), test_idx=torch.arange(110, 160),
+        attacks=("node", "neighbor"), seeds=2, min_steps=30, epochs=2, strength="strong",
+        search=SEARCH, workers=2,
+    )  # fmt: skip
+    want = audit(z, attrs, **kwargs).to_json()
+    for module in (audit_embeddings, strong_attacks):
+        monkeypatch.setattr(module, "head_cost", lambda *a: -job_costs.head_cost(*a))
+    monkeypatch.setattr(strong_attacks, "classic_cost", lambda *a: -job_costs.classic_cost(*a))
+    assert audit(z, attrs, **kwargs).to_json() == want
+
+
+def test_jobs_start_the_costliest_first():
+    # Both workers held: the queue fills; then one worker drains it alone, in cost order
+    # (equal costs in submission order).
+    jobs = Jobs(2, 1)
+    release = [threading.Event(), threading.Event()]
+    started = []
+    try:
+        holds = [jobs.submit(event.wait, cost=1e9) for event in release]
+        runs = [
+            jobs.submit(started.append, name, cost=cost)
+            for name, cost in [("a", 1.0), ("b", 5.0), ("c", 3.0), ("d", 5.0), ("e", 0.0)]
+        ]
+        release[0].set()
+        holds[0].result()
+        for run in runs:
+            run.result()
+        assert started == ["b", "d", "c", "a", "e"]
+    finally:
+        release[1].set()
+        jobs.close()
+
+
+def test_closing_cancels_the_queued_jobs():
+    jobs = Jobs(2, 1)
+    release = threading.Event()
+    holds = [jobs.submit(release.wait) for _ in range(2)]
+    queued = jobs.submit(pow, 2, 2)
+    closer = threading.Thread(target=jobs.close)
+    closer.start()
+    closer.join(0.2)  # close() drops the queue, then waits for the two running calls
+    release.set()
+    closer.join()
+    assert all(h.result() for h in holds)
+    assert queued.done()  # cancelled, not left for a waiter to hang on
+    assert queued.cancelled() or queued.result() == 4
+
+
 def test_seeded_init_is_the_seeded_generator_and_leaves_it_alone():
     torch.manual_seed(123)
     state = torch.random.get_rng_state()

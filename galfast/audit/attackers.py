@@ -16,7 +16,7 @@ from galfast.audit.minibatches import adam, shuffled_batches
 from galfast.gal.seeding import seeded_generator
 from galfast.models.attacker import AttackerMLP
 
-__all__ = ["FAMILIES", "AttackerConfig", "Predictions", "fit_and_predict"]
+__all__ = ["FAMILIES", "AttackerConfig", "Predictions", "fit_and_predict", "training_epochs"]
 
 FAMILIES = ("mlp", "linear")
 
@@ -48,6 +48,12 @@ def _build(family: str, in_dim: int, out_dim: int, hidden: Sequence[int]) -> nn.
     if family == "mlp":
         return AttackerMLP(in_dim, out_dim, hidden)
     return nn.Linear(in_dim, out_dim)
+
+
+def training_epochs(config: AttackerConfig, rows: int) -> int:
+    """``config.epochs``, or more when that gives fewer than ``config.min_steps`` steps."""
+    batches_per_epoch = -(-rows // config.batch_size)
+    return max(config.epochs, -(-config.min_steps // batches_per_epoch))
 
 
 def fit_and_predict(
@@ -84,9 +90,7 @@ def fit_and_predict(
     gen = seeded_generator(seed)
     n = x_train.size(0)
     model.train()
-    batches_per_epoch = -(-n // config.batch_size)
-    epochs = max(config.epochs, -(-config.min_steps // batches_per_epoch))
-    for _ in range(epochs):
+    for _ in range(training_epochs(config, n)):
         order = torch.randperm(n, generator=gen).to(x_train.device)
         for xb, yb in shuffled_batches(order, config.batch_size, x_train, y_train):
             gradients(xb, yb)  # loss.backward()'s gradients of tv_loss, bitwise

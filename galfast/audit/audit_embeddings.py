@@ -12,11 +12,12 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from galfast._dtypes import all_finite
-from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict
+from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict, training_epochs
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
 from galfast.audit.classic import CLASSIC_FAMILIES
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
+from galfast.audit.job_costs import head_cost
 from galfast.audit.jobs import Jobs, default_workers
 from galfast.audit.metrics import SKLEARN_MODULES as METRIC_MODULES
 from galfast.audit.metrics import attack_metrics, baseline_metrics
@@ -371,7 +372,9 @@ def _submit_attack(
         if attr.kind == "multilabel":
             y_tr_np, y_te_np = y_tr_np.astype(np.int64), y_te_np.astype(np.int64)
         baselines.append(baseline_metrics(attr.kind, y_tr_np, y_te_np))
+        epochs = training_epochs(config, x_tr.size(0))
         for fi, family in enumerate(families):
+            hidden = config.hidden if family == "mlp" else ()
             fitted = jobs.submit(
                 fit_and_predict,
                 family,
@@ -382,6 +385,9 @@ def _submit_attack(
                 x_te,
                 seed=derive_seed(base, "attack", ai, pi, s, fi + 2),
                 config=config,
+                cost=head_cost(
+                    x_tr.size(1), hidden, attr.num_outputs, x_tr.size(0), config.batch_size, epochs
+                ),
             )
             runs.append((family, y_te_np, fitted))
     baseline = mean_metrics(baselines)

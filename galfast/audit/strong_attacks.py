@@ -14,6 +14,7 @@ from torch import Tensor
 from galfast.audit.cells import cell_result
 from galfast.audit.classic import CLASSIC_FAMILIES, fit_classic, supports
 from galfast.audit.graph_views import GRAPH_FAMILIES, describe_view, graph_view
+from galfast.audit.job_costs import classic_cost, head_cost
 from galfast.audit.jobs import Jobs
 from galfast.audit.metrics import (
     PRIMARY_METRIC,
@@ -161,9 +162,15 @@ def _tuned_cell(attr, x_train, split, x_test, y_test, search, cell_key, jobs):
 
     def fit(config, s, trial):
         fit_rows, val = split.folds[s]
+        # Early stopping ends most runs after about twice the patience.
+        epochs = min(search.max_epochs, 2 * search.patience)
+        cost = head_cost(
+            x_train.size(1), (config.width,) * config.depth, outputs, fit_rows.numel(),
+            search.batch_size, epochs,
+        )  # fmt: skip
         return jobs.submit(
             fit_head, config, kind, outputs, x_train[fit_rows], y[fit_rows], x_train[val],
-            y[val], seed=_seed(cell_key, s, trial), search=search,
+            y[val], seed=_seed(cell_key, s, trial), search=search, cost=cost,
         )  # fmt: skip
 
     # The search: every candidate on seed 0's validation fold; the winner's run is seed 0's
@@ -217,6 +224,7 @@ def _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key, jobs):
                 xte,
                 seed=_seed(cell_key, s, 0) % 2**31,
                 score=score,
+                cost=classic_cost(family, len(fit), xtr.shape[1]),
             )  # fmt: skip
         )
 
