@@ -10,9 +10,11 @@ def test_heads_cost_more_with_every_size():
     cost = head_cost(**base)
     for key, bigger in [
         ("in_dim", 40), ("hidden", (128, 64)), ("hidden", (64, 64, 64)), ("out_dim", 4),
-        ("rows", 5000), ("batch", 512), ("epochs", 13),
+        ("rows", 5000), ("epochs", 13),
     ]:  # fmt: skip
         assert head_cost(**{**base, key: bigger}) > cost, key
+    # Larger batches: fewer steps, each with its fixed part.
+    assert head_cost(**{**base, "batch": 512}) < cost
     # A linear head still costs its steps.
     assert 0 < head_cost(**{**base, "hidden": ()}) < cost
 
