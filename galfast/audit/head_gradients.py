@@ -23,6 +23,9 @@ __all__ = ["HeadGradients"]
 
 _MEAN = 1  # at::Reduction::Mean
 _NO_IGNORE = -100  # F.cross_entropy's ignore_index
+# The ATen ops F.leaky_relu and its derivative call, without the Python wrappers around them.
+_leaky_relu = torch._C._nn.leaky_relu
+_leaky_relu_backward = torch.ops.aten.leaky_relu_backward.default
 
 
 def _layers(model: nn.Module) -> tuple[list[nn.Linear], list[float]]:
@@ -48,6 +51,8 @@ class HeadGradients:
 
     def __init__(self, model: nn.Module, kind: str, class_weights: Optional[Tensor] = None):
         self._linears, self._slopes = _layers(model)
+        # The Parameter objects, looked up once (a module attribute costs a Python call).
+        self._params = [(layer.weight, layer.bias) for layer in self._linears]
         self._kind = kind
         self._weights = class_weights
 
@@ -55,32 +60,38 @@ class HeadGradients:
     def __call__(self, x: Tensor, y: Tensor) -> None:
         inputs, pre_activations = [], []
         h = x
-        for i, layer in enumerate(self._linears):
+        for i, (weight, bias) in enumerate(self._params):
             inputs.append(h)
-            h = F.linear(h, layer.weight, layer.bias)
+            h = F.linear(h, weight, bias)
             if i < len(self._slopes):
                 pre_activations.append(h)
-                h = F.leaky_relu(h, self._slopes[i])
+                h = _leaky_relu(h, self._slopes[i])
         grad = self._loss_gradient(h, y)
-        for i in range(len(self._linears) - 1, -1, -1):
-            layer = self._linears[i]
+        for i in range(len(self._params) - 1, -1, -1):
+            weight, bias = self._params[i]
             # linear = addmm(bias, input, weight.t()): mm_mat2_backward on the transposed
             # weight gives grad.t() @ input; the bias's gradient is sum_to's reduction.
-            weight_grad, bias_grad = layer.weight.grad, layer.bias.grad
+            weight_grad, bias_grad = weight.grad, bias.grad
             if weight_grad is None or bias_grad is None:
-                layer.weight.grad = grad.t().mm(inputs[i])
-                layer.bias.grad = grad.sum([0], keepdim=True).view(layer.bias.shape)
+                weight.grad = grad.t().mm(inputs[i])
+                bias.grad = grad.sum([0], keepdim=True).view(bias.shape)
             else:  # the same kernels, writing into the gradients' buffers
                 torch.mm(grad.t(), inputs[i], out=weight_grad)
                 torch.sum(grad, [0], keepdim=True, out=bias_grad.view(1, -1))
             if i > 0:
-                grad = torch.ops.aten.leaky_relu_backward(
-                    grad.mm(layer.weight), pre_activations[i - 1], self._slopes[i - 1], False
+                grad = _leaky_relu_backward(
+                    grad.mm(weight), pre_activations[i - 1], self._slopes[i - 1], False
                 )
+
+    def _class_weights(self, dtype: torch.dtype) -> Optional[Tensor]:
+        """The class weights in ``dtype``, converted once, not at every step."""
+        if self._weights is not None and self._weights.dtype != dtype:
+            self._weights = self._weights.to(dtype)
+        return self._weights
 
     def _loss_gradient(self, out: Tensor, y: Tensor) -> Tensor:
         """d loss / d out as autograd's formulas compute it from the seed gradient 1."""
-        kind, weights = self._kind, self._weights
+        kind, weights = self._kind, self._class_weights(out.dtype)
         one = torch.ones((), dtype=out.dtype, device=out.device)  # backward()'s seed
         one_logit = out.dim() == 1 or out.size(-1) == 1
         if kind == "binary" and weights is None and one_logit:
@@ -91,13 +102,13 @@ class HeadGradients:
         if kind == "binary" and weights is not None:
             # (bce(l, y, "none") * w[y]).sum() / w[y].sum(): div, sum and mul backwards, then
             # the unreduced BCE's.
-            wy = weights.to(out.dtype)[y.view(-1)]
+            wy = weights.index_select(0, y.view(-1))  # w[y]'s values, without indexing's setup
             upstream = (one / wy.sum()).expand(wy.shape) * wy
             grad = torch.sigmoid(out.view(-1)).sub_(y.to(out.dtype)).mul_(upstream)
             return grad.view(out.shape)
         if kind in ("binary", "categorical"):
             # cross_entropy = nll_loss(log_softmax(out, 1)): their two backwards.
-            weight = None if weights is None else weights.to(out.dtype)
+            weight = weights
             log_p = torch.log_softmax(out, 1)
             _, total_weight = torch.ops.aten.nll_loss_forward(log_p, y, weight, _MEAN, _NO_IGNORE)
             grad = torch.ops.aten.nll_loss_backward(

@@ -77,6 +77,6 @@ def shuffled_batches(
     """The rows of ``tensors`` in batches of ``batch_size`` following ``order`` (a
     permutation): one gather per tensor per epoch, then contiguous slices, instead of a
     gather per batch. The batches hold the same rows in the same order."""
-    shuffled = [t[order] for t in tensors]
+    shuffled = [t.index_select(0, order) for t in tensors]  # t[order], a plain gather
     for start in range(0, order.numel(), batch_size):
         yield tuple(t[start : start + batch_size] for t in shuffled)
