@@ -95,3 +95,21 @@ def test_gradients_match_after_training_steps():
 def test_refuses_heads_it_cannot_differentiate(model):
     with pytest.raises(ValueError, match="HeadGradients takes"):
         HeadGradients(model, "binary")
+
+
+def test_class_weights_follow_each_calls_dtype():
+    # One HeadGradients for float32 then float64 batches: the float64 step uses the given
+    # (double) weights, not ones rounded through float32 by the step before.
+    gen = torch.Generator().manual_seed(0)
+    y = torch.randint(0, 3, (40,), generator=gen)
+    weights = torch.tensor([1 / 3, 0.1, 2.0], dtype=torch.float64)
+    torch.manual_seed(1)
+    model = AttackerMLP(5, 3, (4,))
+    gradients = HeadGradients(model, "categorical", weights)
+    for dtype in (torch.float32, torch.float64):
+        model = model.to(dtype)  # the same Parameter objects, converted
+        x = torch.randn(40, 5, generator=gen, dtype=dtype)
+        want = _autograd_grads(model, _loss(model(x), y, "categorical", weights))
+        model.zero_grad(set_to_none=True)
+        gradients(x, y)
+        assert all(torch.equal(p.grad, g) for p, g in zip(model.parameters(), want)), dtype

@@ -55,6 +55,7 @@ class HeadGradients:
         self._params = [(layer.weight, layer.bias) for layer in self._linears]
         self._kind = kind
         self._weights = class_weights
+        self._weights_cast: Optional[Tensor] = None
 
     @torch.no_grad()
     def __call__(self, x: Tensor, y: Tensor) -> None:
@@ -84,10 +85,13 @@ class HeadGradients:
                 )
 
     def _class_weights(self, dtype: torch.dtype) -> Optional[Tensor]:
-        """The class weights in ``dtype``, converted once, not at every step."""
-        if self._weights is not None and self._weights.dtype != dtype:
-            self._weights = self._weights.to(dtype)
-        return self._weights
+        """The class weights in ``dtype``, converted once, not at every step (always from
+        the given ones: a round trip through a narrower dtype would round them)."""
+        if self._weights is None:
+            return None
+        if self._weights_cast is None or self._weights_cast.dtype != dtype:
+            self._weights_cast = self._weights.to(dtype)
+        return self._weights_cast
 
     def _loss_gradient(self, out: Tensor, y: Tensor) -> Tensor:
         """d loss / d out as autograd's formulas compute it from the seed gradient 1."""
