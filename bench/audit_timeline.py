@@ -1,0 +1,93 @@
+"""When each of the run's audit fits starts and ends, on which worker: the strong audit of
+``bench/ab_audit.py`` (node and neighbour attacks, gender, seed 0, stand-in embeddings), run
+once from the checkout on ``PYTHONPATH``:
+
+    OMP_NUM_THREADS=2 PYTHONPATH=. python bench/audit_timeline.py
+
+Prints one line per fit (worker, start, end, seconds, what it fits) and, last, the audit's
+wall and CPU time, when the first fit started and when each worker finished: the gap between
+the workers' ends is the time one of them sat idle.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import torch
+
+from galfast import ops
+from galfast.audit import audit, audit_split
+from galfast.audit import jobs as audit_jobs
+from galfast.experiments.config import ExperimentConfig
+from galfast.experiments.runner import prepare
+
+_START = [0.0]
+_RECORDS: list[tuple[str, float, float, str]] = []
+
+
+def _describe(fn, args) -> str:
+    name = fn.__name__
+    if name == "fit_head":
+        return f"{name} depth {args[0].depth} width {args[0].width} features {args[3].shape[1]}"
+    if name == "fit_classic":
+        return f"{name} {args[0]} features {args[2].shape[1]}"
+    if name == "fit_and_predict":
+        return f"{name} {args[0]}"
+    return name
+
+
+def _timed_submit(submit):
+    def wrapper(self, fn, *args, **kwargs):
+        def timed(*a, **k):
+            start = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                _RECORDS.append(
+                    (
+                        threading.current_thread().name,
+                        start - _START[0],
+                        time.perf_counter() - _START[0],
+                        _describe(fn, a),
+                    )
+                )
+
+        return submit(self, timed, *args, **kwargs)
+
+    return wrapper
+
+
+def main() -> None:
+    audit_jobs.Jobs.submit = _timed_submit(audit_jobs.Jobs.submit)
+    prepared = prepare(ExperimentConfig(dataset="synthetic-movielens-1m", encoder="cheb", seed=0))
+    graph = prepared.dataset.graph
+    gen = torch.Generator().manual_seed(0)
+    features = torch.randn(graph.num_nodes, 20, generator=gen)
+    z = ops.aggregate(graph, features, torch.ones(graph.num_edges), reduce="mean")
+    z = z + 0.5 * torch.randn(graph.num_nodes, 20, generator=gen)
+    train_idx, test_idx = audit_split(prepared.dataset.attribute_nodes, 0)
+    model = torch.nn.Linear(2, 2)
+    torch.optim.Adam(model.parameters())  # torch._dynamo, as after training
+    _START[0], cpu = time.perf_counter(), time.process_time()
+    audit(
+        z, prepared.attribute, graph=graph, train_idx=train_idx, test_idx=test_idx,
+        attacks=("node", "neighbor"), seeds=1, epochs=prepared.attacker_epochs, seed=0,
+        strength="strong",
+    )  # fmt: skip
+    wall, cpu = time.perf_counter() - _START[0], time.process_time() - cpu
+    ends: dict[str, float] = {}
+    for worker, start, end, what in sorted(_RECORDS, key=lambda r: r[1]):
+        print(f"{worker:16s} {start:6.2f} {end:6.2f} {end - start:5.2f}  {what}")
+        ends[worker] = max(ends.get(worker, 0.0), end)
+    first = min(r[1] for r in _RECORDS)
+    finished = " ".join(f"{e:.2f}" for e in sorted(ends.values()))
+    print(
+        f"audit wall {wall:.2f} s, CPU {cpu:.2f} s; first fit at {first:.2f} s; workers "
+        f"finished at {finished} s; load {os.getloadavg()[0]:.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
