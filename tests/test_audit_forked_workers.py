@@ -144,3 +144,16 @@ def test_an_audit_on_processes_reports_what_it_reports_on_threads(monkeypatch, s
     on_processes = audit(z, attrs, **kwargs).to_json()
     monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: False)
     assert audit(z, attrs, **kwargs).to_json() == on_processes
+
+
+def test_a_failed_fork_falls_back_to_threads(monkeypatch):
+    def no_fork():
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    jobs = Jobs(2, 1, processes=True)
+    try:
+        out, pid = jobs.submit(_square_and_pid, torch.ones(2)).result()
+        assert pid == os.getpid() and jobs._forked is None
+    finally:
+        jobs.close()

@@ -66,7 +66,10 @@ class Jobs:
             if self._processes and self._forked is None:
                 # Forked before the pool's first thread starts: no worker thread can hold a
                 # lock the children would inherit taken.
-                self._forked = ForkedWorkers(self._workers, self._threads)
+                try:
+                    self._forked = ForkedWorkers(self._workers, self._threads)
+                except OSError:  # no memory or process left to fork: threads give the same
+                    self._processes = False
             return self._pool.submit(self._run, fn, args, kwargs)
         done: Future = Future()
         done.set_result(fn(*args, **kwargs))
