@@ -61,8 +61,8 @@ def test_reports_do_not_depend_on_the_cost_estimates(monkeypatch):
 
 def test_jobs_start_the_costliest_first():
     # Both workers held: the queue fills; then one worker drains it alone, in cost order
-    # (equal costs in submission order).
-    jobs = Jobs(2, 1)
+    # (equal costs in submission order). Thread workers: the calls share the test's events.
+    jobs = Jobs(2, 1, processes=False)
     release = [threading.Event(), threading.Event()]
     started = []
     try:
@@ -82,7 +82,7 @@ def test_jobs_start_the_costliest_first():
 
 
 def test_closing_cancels_the_queued_jobs():
-    jobs = Jobs(2, 1)
+    jobs = Jobs(2, 1, processes=False)  # thread workers: the calls share the test's event
     release = threading.Event()
     holds = [jobs.submit(release.wait) for _ in range(2)]
     queued = jobs.submit(pow, 2, 2)

@@ -164,10 +164,10 @@ def audit(
         threads: intra-op threads while the attackers train (torch and scikit-learn's
             pools; torch's count is restored after). The attackers are small, so one thread
             is fastest, and far faster on a shared machine.
-        workers: threads that run independent attacker fits side by side (each with
-            ``threads`` intra-op threads); the results do not depend on it, since every fit
-            is keyed by its own seed. ``None``: the usable cores, at most 2 (a fit holds the
-            GIL between its operations, so more threads gain little).
+        workers: independent attacker fits run side by side (each with ``threads``
+            intra-op threads), in forked processes on Linux for CPU embeddings (before CUDA
+            is initialised), else on threads; the results do not depend on it, since every
+            fit is keyed by its own seed. ``None``: the usable cores, at most 2.
 
     Returns:
         :class:`~galfast.audit.AuditReport`.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-__all__ = ["flatten_parameters"]
+__all__ = ["flatten_parameters", "unflatten_parameters"]
 
 # torch's CPU allocator aligns every tensor to 64 bytes. Starting each view on such a boundary
 # keeps the matrix products' operands aligned as fresh tensors are (MKL's kernels may sum in
@@ -41,3 +41,13 @@ def flatten_parameters(model: nn.Module) -> Tensor:
         p.grad = grad[rows].view(p.shape)
     flat.grad = grad
     return flat
+
+
+def unflatten_parameters(model: nn.Module) -> None:
+    """Gives each of ``model``'s parameters its own storage again (same values) and drops the
+    gradient views: a fitted head outlives its training buffers, and one pickled (a worker
+    process sends its heads back) would otherwise carry the whole flat buffer once per
+    parameter."""
+    for p in model.parameters():
+        p.data = p.data.clone()
+        p.grad = None

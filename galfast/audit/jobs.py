@@ -1,10 +1,10 @@
-"""The audit's independent attacker fits, run on a few threads.
+"""The audit's independent attacker fits, run on a few workers.
 
 Every fit is keyed by its own seed (initialisation under :func:`seeded_init`, batch order and
 trees from seeded generators) and reads nothing another fit writes, so the fits can run in
-any order and on any thread: the results are the same as one after the other. The heavy part
-of a fit (matrix products, the autograd engine, scikit-learn's loops) runs without the GIL,
-so a second thread keeps a second core busy.
+any order, on any thread or in any process: the results are the same as one after the other.
+Where forking is safe the workers are forked processes (:mod:`galfast.audit.forked_workers`),
+elsewhere threads, whose fits share the GIL for the Python between their ATen calls.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, Callable, Optional
 
 import torch
 
+from galfast.audit.forked_workers import ForkedWorkers, forking_is_safe
 from galfast.audit.threads import attacker_threads
 
 __all__ = ["Jobs", "default_workers", "seeded_init"]
@@ -45,19 +46,27 @@ def seeded_init(seed: int) -> Iterator[None]:
 
 
 class Jobs:
-    """Runs ``submit``-ted calls on ``workers`` threads (``workers == 1``: at once, in the
+    """Runs ``submit``-ted calls on ``workers`` workers (``workers == 1``: at once, in the
     caller's thread), each with ``threads`` intra-op threads in torch's and the native pools.
 
     A free worker takes the queued call with the largest ``cost`` (then the earliest): the
     audit hands out all its fits at once, and starting the longest first lets the workers
-    finish together instead of one waiting on a long fit started last."""
+    finish together instead of one waiting on a long fit started last.
 
-    def __init__(self, workers: int, threads: int) -> None:
+    ``processes``: whether the workers are forked processes (:mod:`galfast.audit.forked_workers`;
+    no GIL shared between fits) or threads; None picks processes where forking is safe. A
+    process worker is forked at the first ``submit``; the calls and their arguments must then
+    pickle (module-level functions, no closures)."""
+
+    def __init__(self, workers: int, threads: int, processes: Optional[bool] = None) -> None:
         self._threads = threads
         self._pool: Optional[ThreadPoolExecutor] = None
         self._queue: list[tuple[float, int, Callable[..., Any], tuple, dict, Future]] = []
         self._queue_lock = threading.Lock()
         self._order = itertools.count()
+        self._workers = workers
+        self._processes = forking_is_safe() if processes is None else processes
+        self._forked: Optional[ForkedWorkers] = None
         if workers > 1:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="galfast-audit")
 
@@ -70,6 +79,13 @@ class Jobs:
         if self._pool is None:
             done.set_result(fn(*args, **kwargs))
             return done
+        if self._processes and self._forked is None:
+            # Forked before the pool's first thread starts: no worker thread can hold a lock
+            # the children would inherit taken.
+            try:
+                self._forked = ForkedWorkers(self._workers, self._threads)
+            except OSError:  # no memory or process left to fork: threads give the same
+                self._processes = False
         with self._queue_lock:
             heapq.heappush(self._queue, (-cost, next(self._order), fn, args, kwargs, done))
         # One pool task per queued call: each runs whichever call is the costliest then.
@@ -82,19 +98,28 @@ class Jobs:
         if not done.set_running_or_notify_cancel():
             return
         try:
-            # OpenMP's thread count is per thread: set it in each worker, not only the caller.
-            with attacker_threads(self._threads):
-                result = fn(*args, **kwargs)
+            result = self._call(fn, args, kwargs)
         except BaseException as error:  # handed to whoever waits on the future
             done.set_exception(error)
         else:
             done.set_result(result)
 
+    def _call(self, fn, args, kwargs):
+        if self._forked is not None:
+            return self._forked.call(fn, args, kwargs)
+        # OpenMP's thread count is per thread: set it in each worker, not only the caller.
+        with attacker_threads(self._threads):
+            return fn(*args, **kwargs)
+
     def close(self) -> None:
-        """Waits for the running calls and drops the queued ones (after an error)."""
+        """Waits for the running calls, drops the queued ones (after an error) and ends the
+        worker processes."""
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             with self._queue_lock:
                 for *_, done in self._queue:
                     done.cancel()
                 self._queue.clear()
+        if self._forked is not None:
+            self._forked.close()
+            self._forked = None

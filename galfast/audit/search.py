@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from galfast.audit.flat_params import flatten_parameters
+from galfast.audit.flat_params import flatten_parameters, unflatten_parameters
 from galfast.audit.head_gradients import HeadGradients
 from galfast.audit.jobs import seeded_init
 from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger, primary_metric
@@ -217,6 +217,7 @@ def fit_head(
             if since >= search.patience:
                 break
     flat.copy_(best)
+    unflatten_parameters(model)
     model.eval()
     fitted = FittedHead(model, mean, std, y_mean, y_std, kind, 0.0, epochs)
     pred, scores = fitted.predict(x_val)

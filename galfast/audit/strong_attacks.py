@@ -6,6 +6,7 @@ of the attacker's training nodes and scored on the test nodes.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Optional
 
 import numpy as np
@@ -200,14 +201,17 @@ def _tuned_cell(attr, x_train, split, x_test, y_test, search, cell_key, jobs):
     return finish
 
 
+def _signed_primary(kind: str, y: np.ndarray, pred: np.ndarray) -> float:
+    """The primary metric of ``pred`` against ``y``, larger = stronger (a module-level function:
+    a fit's arguments must pickle for a worker process)."""
+    value = primary_metric(kind, y, pred)
+    return value if higher_is_stronger(PRIMARY_METRIC[kind]) else -value
+
+
 def _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key, jobs):
     xtr = x_train.detach().cpu().numpy()
     xte = x_test.detach().cpu().numpy()
     ytr = _numpy(split.train_targets, kind)
-
-    def score(y, pred):
-        value = primary_metric(kind, y, pred)
-        return value if higher_is_stronger(PRIMARY_METRIC[kind]) else -value
 
     runs = []
     for s, (fit, val) in enumerate(split.folds):
@@ -223,7 +227,7 @@ def _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key, jobs):
                 ytr[val],
                 xte,
                 seed=_seed(cell_key, s, 0) % 2**31,
-                score=score,
+                score=partial(_signed_primary, kind),
                 cost=classic_cost(family, len(fit), xtr.shape[1]),
             )  # fmt: skip
         )

@@ -1,0 +1,171 @@
+"""The audit's forked worker processes: the same results as threads, errors carried back,
+no process left behind."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import pytest
+import torch
+
+from galfast.audit.forked_workers import ForkedWorkers, forking_is_safe
+from galfast.audit.jobs import Jobs
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="fork: Linux only")
+search = importlib.import_module("galfast.audit.search")
+
+
+def _square_and_pid(x: torch.Tensor) -> tuple[torch.Tensor, int]:
+    return x * x, os.getpid()
+
+
+def _raise_value_error(message: str) -> None:
+    raise ValueError(message)
+
+
+def _die() -> None:
+    os._exit(3)
+
+
+def _unpicklable_result() -> object:
+    return lambda: None
+
+
+def _fit_args() -> tuple:
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(300, 6, generator=gen)
+    y = (x[:, 0] + 0.3 * torch.randn(300, generator=gen) > 0).long()
+    config = search.HeadConfig(depth=2, width=16, lr=0.01, weight_decay=1e-4, balanced=True)
+    budget = search.SearchConfig(max_epochs=5, patience=2, batch_size=64)
+    return (config, "binary", 1, x[:240], y[:240], x[240:], y[240:]), {"seed": 7, "search": budget}
+
+
+def test_calls_run_in_other_processes_and_return_their_results():
+    workers = ForkedWorkers(2, threads=1)
+    try:
+        pids = set()
+        for k in range(6):
+            out, pid = workers.call(_square_and_pid, (torch.full((3,), float(k)),), {})
+            assert torch.equal(out, torch.full((3,), float(k * k)))
+            pids.add(pid)
+        assert os.getpid() not in pids
+    finally:
+        workers.close()
+
+
+def test_a_head_fit_in_a_process_is_bitwise_the_fit_on_a_thread():
+    args, kwargs = _fit_args()
+    on_thread = Jobs(2, 1, processes=False)
+    in_process = Jobs(2, 1, processes=True)
+    try:
+        a = on_thread.submit(search.fit_head, *args, **kwargs).result()
+        b = in_process.submit(search.fit_head, *args, **kwargs).result()
+    finally:
+        on_thread.close()
+        in_process.close()
+    assert a.epochs == b.epochs and a.val_score == b.val_score
+    for (name, p), (_, q) in zip(a.model.state_dict().items(), b.model.state_dict().items()):
+        assert torch.equal(p, q), name
+    x = args[5]
+    assert torch.equal(a.predict(x)[1], b.predict(x)[1])
+
+
+def test_an_exception_in_a_worker_is_raised_to_the_caller_with_its_type():
+    jobs = Jobs(2, 1, processes=True)
+    try:
+        future = jobs.submit(_raise_value_error, "bad attacker input")
+        with pytest.raises(ValueError, match="bad attacker input"):
+            future.result()
+        # the worker survives its call's exception
+        assert torch.equal(jobs.submit(_square_and_pid, torch.ones(2)).result()[0], torch.ones(2))
+    finally:
+        jobs.close()
+
+
+def test_a_worker_that_dies_is_reported_not_waited_for():
+    workers = ForkedWorkers(1, threads=1)
+    try:
+        with pytest.raises(RuntimeError, match="died"):
+            workers.call(_die, (), {})
+    finally:
+        workers.close()
+
+
+def test_an_unpicklable_result_is_a_clear_error():
+    workers = ForkedWorkers(1, threads=1)
+    try:
+        with pytest.raises(RuntimeError, match="could not send back its result"):
+            workers.call(_unpicklable_result, (), {})
+    finally:
+        workers.close()
+
+
+def test_close_reaps_every_worker():
+    workers = ForkedWorkers(2, threads=1)
+    pids = [pid for pid, _ in workers._workers]
+    workers.close()
+    for pid in pids:
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def test_processes_are_chosen_only_where_forking_is_safe(monkeypatch):
+    assert forking_is_safe() == (not torch.cuda.is_initialized())
+    monkeypatch.setattr(sys, "platform", "darwin")
+    assert not forking_is_safe()
+    assert Jobs(2, 1)._processes is False
+
+
+def test_one_worker_runs_in_the_callers_thread_and_forks_nothing():
+    jobs = Jobs(1, 1, processes=True)
+    try:
+        out, pid = jobs.submit(_square_and_pid, torch.ones(2)).result()
+        assert pid == os.getpid() and jobs._forked is None
+    finally:
+        jobs.close()
+
+
+@pytest.mark.parametrize("strength", ["fast", "strong"])
+def test_an_audit_on_processes_reports_what_it_reports_on_threads(monkeypatch, strength):
+    from test_audit_workers import SEARCH, _case
+
+    from galfast import audit
+
+    jobs_module = importlib.import_module("galfast.audit.jobs")
+    z, graph, attrs = _case()
+    kwargs = dict(
+        graph=graph, train_idx=torch.arange(110), test_idx=torch.arange(110, 160),
+        attacks=("node", "neighbor"), seeds=2, min_steps=30, epochs=2, strength=strength,
+        search=SEARCH, workers=2,
+    )  # fmt: skip
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: True)
+    on_processes = audit(z, attrs, **kwargs).to_json()
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: False)
+    assert audit(z, attrs, **kwargs).to_json() == on_processes
+
+
+def test_a_failed_fork_falls_back_to_threads(monkeypatch):
+    def no_fork():
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    jobs = Jobs(2, 1, processes=True)
+    try:
+        out, pid = jobs.submit(_square_and_pid, torch.ones(2)).result()
+        assert pid == os.getpid() and jobs._forked is None
+    finally:
+        jobs.close()
+
+
+def test_a_fitted_head_pickles_its_weights_once():
+    import pickle
+
+    args, kwargs = _fit_args()
+    fitted = search.fit_head(*args, **kwargs)
+    weights = sum(p.numel() * p.element_size() for p in fitted.model.parameters())
+    assert all(p.grad is None for p in fitted.model.parameters())
+    # each parameter owns its storage: the pickle carries the weights once, not the flat
+    # training buffer once per parameter
+    assert len(pickle.dumps(fitted.model)) < 2 * weights + 4096
