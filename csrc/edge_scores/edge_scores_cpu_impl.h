@@ -36,6 +36,7 @@
 
 #include "common/lane_sums.h"
 #include "common/parallel.h"
+#include "common/prefetch.h"
 #include "edge_scores/edge_scores.h"
 
 namespace galfast {
@@ -97,33 +98,76 @@ std::vector<T> padded_bases(const T* bases, int64_t num_bases, int64_t dim, int 
   return out;
 }
 
-template <typename T, typename I>
+// Scratch memory of `size` elements: kept per calling thread and reused up to kKeptScratch
+// elements (freshly allocated, the backward's ~2 MB for 8,192 edges cost page faults on every
+// call), allocated into `fallback` above that. Its contents are arbitrary.
+template <typename T>
+T* scratch_memory(size_t size, std::vector<T>& fallback) {
+  constexpr size_t kKeptScratch = size_t{1} << 22;
+  if (size > kKeptScratch) {
+    fallback.resize(size);
+    return fallback.data();
+  }
+  thread_local std::vector<T> kept;
+  if (kept.size() < size) kept.resize(size);
+  return kept.data();
+}
+
+// rows[c] = z[ids[first + c]] padded with zeros to NV vectors, for c < count: NV vector loads,
+// the last one masked, where the tensor extends that far past the row (all rows but the last
+// few); element by element otherwise. (Copies of 20 floats by memcpy, or a zeroing loop, which
+// GCC turns into rep stos, cost more than the row's products.)
+template <typename T, int NV, typename I>
 void gather_ids(const I* ids, const char* which, const T* z, int64_t num_nodes, int64_t dim,
-                int64_t first, int64_t count, int padded, T* rows) {
+                int64_t first, int64_t count, T* rows) {
+  constexpr int kLanes = Tile<T, NV>::kLanes, kPadded = Tile<T, NV>::kPadded;
+  using Mask = typename LaneVecOf<T>::mask;
+  Mask keep;  // the lanes of the last vector that hold row elements
+  for (int l = 0; l < kLanes; ++l) keep[l] = l < dim - (NV - 1) * kLanes ? -1 : 0;
   for (int64_t c = 0; c < count; ++c) {
+    if (c + kPrefetchEdges < count) {  // the rows are random reads: most miss L1 and L2
+      const uint64_t ahead = static_cast<uint64_t>(ids[first + c + kPrefetchEdges]);
+      if (ahead < static_cast<uint64_t>(num_nodes)) {
+        prefetch_span(z + static_cast<int64_t>(ahead) * dim, dim);
+      }
+    }
     const int64_t n = static_cast<int64_t>(ids[first + c]);
     if (static_cast<uint64_t>(n) >= static_cast<uint64_t>(num_nodes)) {
       throw_bad_id(which, first + c, n, num_nodes);
     }
-    std::copy(z + n * dim, z + (n + 1) * dim, rows + c * padded);
+    const T* from = z + n * dim;
+    T* to = rows + c * kPadded;
+    if (n * dim + kPadded <= num_nodes * dim) {
+      LaneVec<T> x;
+      for (int k = 0; k + 1 < NV; ++k) {
+        lane_load(x, from + k * kLanes);
+        lane_store(to + k * kLanes, x);
+      }
+      lane_load(x, from + (NV - 1) * kLanes);
+      x = reinterpret_cast<LaneVec<T>>(reinterpret_cast<Mask>(x) & keep);
+      lane_store(to + (NV - 1) * kLanes, x);
+    } else {
+      for (int64_t j = 0; j < dim; ++j) to[j] = from[j];
+      for (int64_t j = dim; j < kPadded; ++j) to[j] = T(0);
+    }
   }
 }
 
-// Copies the rows u_b, v_b of edges [first, first + count) into the padded buffers u, v (whose
-// padding stays zero), checking each id.
-template <typename T>
-void gather_chunk(const EdgeScoresParams& p, int64_t first, int64_t count, int padded, T* u, T* v) {
+// Copies the rows u_b, v_b of edges [first, first + count) into the padded buffers u, v,
+// checking each id.
+template <typename T, int NV>
+void gather_chunk(const EdgeScoresParams& p, int64_t first, int64_t count, T* u, T* v) {
   const T* z = static_cast<const T*>(p.z);
   if (p.int32_ids) {
-    gather_ids(static_cast<const int32_t*>(p.src), "src", z, p.num_nodes, p.dim, first, count,
-               padded, u);
-    gather_ids(static_cast<const int32_t*>(p.dst), "dst", z, p.num_nodes, p.dim, first, count,
-               padded, v);
+    gather_ids<T, NV>(static_cast<const int32_t*>(p.src), "src", z, p.num_nodes, p.dim, first,
+                      count, u);
+    gather_ids<T, NV>(static_cast<const int32_t*>(p.dst), "dst", z, p.num_nodes, p.dim, first,
+                      count, v);
   } else {
-    gather_ids(static_cast<const int64_t*>(p.src), "src", z, p.num_nodes, p.dim, first, count,
-               padded, u);
-    gather_ids(static_cast<const int64_t*>(p.dst), "dst", z, p.num_nodes, p.dim, first, count,
-               padded, v);
+    gather_ids<T, NV>(static_cast<const int64_t*>(p.src), "src", z, p.num_nodes, p.dim, first,
+                      count, u);
+    gather_ids<T, NV>(static_cast<const int64_t*>(p.dst), "dst", z, p.num_nodes, p.dim, first,
+                      count, v);
   }
 }
 
@@ -197,14 +241,15 @@ void forward_typed(const EdgeScoresParams& p) {
       padded_bases(static_cast<const T*>(p.bases), num_bases, dim, kPadded, false);
   const int threads = threads_for(p);
   const int64_t per_thread = kEdgeScoresChunk * (2 * kPadded + num_bases);
-  std::vector<T> scratch(static_cast<size_t>(threads * per_thread), T(0));
+  std::vector<T> fallback;
+  T* scratch = scratch_memory(static_cast<size_t>(threads * per_thread), fallback);
   const int64_t num_chunks = (num_edges + kEdgeScoresChunk - 1) / kEdgeScoresChunk;
   ParallelErrors errors;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     int t, nt;
     thread_id(t, nt);
-    T* u = scratch.data() + t * per_thread;
+    T* u = scratch + t * per_thread;
     T* v = u + kEdgeScoresChunk * kPadded;
     T* h = v + kEdgeScoresChunk * kPadded;
 #pragma omp for schedule(static)
@@ -213,7 +258,7 @@ void forward_typed(const EdgeScoresParams& p) {
       try {
         const int64_t first = k * kEdgeScoresChunk;
         const int64_t count = std::min(kEdgeScoresChunk, num_edges - first);
-        gather_chunk(p, first, count, kPadded, u, v);
+        gather_chunk<T, NV>(p, first, count, u, v);
         int64_t c = 0;
         for (; c + kGroup <= count; c += kGroup) {
           basis_forms<T, NV, kGroup>(u + c * kPadded, v + c * kPadded, rows.data(), num_bases, dim,
@@ -330,19 +375,23 @@ void backward_typed(const EdgeScoresParams& p) {
   const std::vector<T> columns = padded_bases(bases, num_bases, dim, kPadded, true);
   const int threads = threads_for(p);
   const int64_t per_thread = kEdgeScoresChunk * (2 * kPadded + 2 * num_bases);
-  std::vector<T> scratch(static_cast<size_t>(threads * per_thread), T(0));
-  std::vector<T> du(static_cast<size_t>(num_edges * kPadded));
-  std::vector<T> dv(static_cast<size_t>(num_edges * kPadded));
   const int64_t num_chunks = (num_edges + kEdgeScoresChunk - 1) / kEdgeScoresChunk;
   const int64_t bases_size = num_bases * dim * kPadded, levels_size = num_levels * num_bases;
-  std::vector<T> partial_bases(static_cast<size_t>(num_chunks * bases_size));
-  std::vector<T> partial_levels(static_cast<size_t>(num_chunks * levels_size));
+  // One block: per-thread chunk buffers, the padded du and dv rows, the chunks' partial sums.
+  std::vector<T> fallback;
+  T* scratch = scratch_memory(static_cast<size_t>(threads * per_thread + 2 * num_edges * kPadded +
+                                                  num_chunks * (bases_size + levels_size)),
+                              fallback);
+  T* du = scratch + threads * per_thread;
+  T* dv = du + num_edges * kPadded;
+  T* partial_bases = dv + num_edges * kPadded;
+  T* partial_levels = partial_bases + num_chunks * bases_size;
   ParallelErrors errors;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     int t, nt;
     thread_id(t, nt);
-    T* u = scratch.data() + t * per_thread;
+    T* u = scratch + t * per_thread;
     T* v = u + kEdgeScoresChunk * kPadded;
     T* dh = v + kEdgeScoresChunk * kPadded;
     T* h = dh + kEdgeScoresChunk * num_bases;
@@ -352,7 +401,7 @@ void backward_typed(const EdgeScoresParams& p) {
       try {
         const int64_t first = k * kEdgeScoresChunk;
         const int64_t count = std::min(kEdgeScoresChunk, num_edges - first);
-        gather_chunk(p, first, count, kPadded, u, v);
+        gather_chunk<T, NV>(p, first, count, u, v);
         // dh[c, s] = sum over r of grad_out[b, r] * coefficients[r, s], r in increasing order.
         for (int64_t c = 0; c < count; ++c) {
           const T* g = grad_out + (first + c) * num_levels;
@@ -362,23 +411,23 @@ void backward_typed(const EdgeScoresParams& p) {
             dh[c * num_bases + s] = sum;
           }
         }
-        T* bases_sum = partial_bases.data() + k * bases_size;
+        T* bases_sum = partial_bases + k * bases_size;
         std::fill(bases_sum, bases_sum + bases_size, T(0));
         int64_t c = 0;
         for (; c + kGroup <= count; c += kGroup) {
           backward_group<T, NV, kGroup>(u + c * kPadded, v + c * kPadded, rows.data(),
                                         columns.data(), dh + c * num_bases, num_bases, dim,
-                                        h + c * num_bases, du.data() + (first + c) * kPadded,
-                                        dv.data() + (first + c) * kPadded, bases_sum);
+                                        h + c * num_bases, du + (first + c) * kPadded,
+                                        dv + (first + c) * kPadded, bases_sum);
         }
         for (; c < count; ++c) {
           backward_group<T, NV, 1>(u + c * kPadded, v + c * kPadded, rows.data(), columns.data(),
                                    dh + c * num_bases, num_bases, dim, h + c * num_bases,
-                                   du.data() + (first + c) * kPadded,
-                                   dv.data() + (first + c) * kPadded, bases_sum);
+                                   du + (first + c) * kPadded, dv + (first + c) * kPadded,
+                                   bases_sum);
         }
         // grad_coefficients' partial: sum over the chunk's edges, in order, of g[r] * h[s].
-        T* levels_sum = partial_levels.data() + k * levels_size;
+        T* levels_sum = partial_levels + k * levels_size;
         std::fill(levels_sum, levels_sum + levels_size, T(0));
         for (c = 0; c < count; ++c) {
           const T* g = grad_out + (first + c) * num_levels;
@@ -397,9 +446,9 @@ void backward_typed(const EdgeScoresParams& p) {
       int64_t first, last;
       thread_range(p.num_nodes, t, nt, first, last);
       if (p.int32_ids) {
-        scatter_rows<T, int32_t>(p, du.data(), dv.data(), kPadded, first, last);
+        scatter_rows<T, int32_t>(p, du, dv, kPadded, first, last);
       } else {
-        scatter_rows<T, int64_t>(p, du.data(), dv.data(), kPadded, first, last);
+        scatter_rows<T, int64_t>(p, du, dv, kPadded, first, last);
       }
       T* grad_bases = static_cast<T*>(p.grad_bases);
       thread_range(num_bases * dim, t, nt, first, last);
@@ -407,7 +456,7 @@ void backward_typed(const EdgeScoresParams& p) {
         T* out = grad_bases + row * dim;
         std::fill(out, out + dim, T(0));
         for (int64_t k = 0; k < num_chunks; ++k) {
-          const T* add = partial_bases.data() + k * bases_size + row * kPadded;
+          const T* add = partial_bases + k * bases_size + row * kPadded;
           for (int64_t j = 0; j < dim; ++j) out[j] += add[j];
         }
       }
@@ -415,7 +464,7 @@ void backward_typed(const EdgeScoresParams& p) {
         T* grad_coefficients = static_cast<T*>(p.grad_coefficients);
         std::fill(grad_coefficients, grad_coefficients + levels_size, T(0));
         for (int64_t k = 0; k < num_chunks; ++k) {
-          const T* add = partial_levels.data() + k * levels_size;
+          const T* add = partial_levels + k * levels_size;
           for (int64_t x = 0; x < levels_size; ++x) grad_coefficients[x] += add[x];
         }
       }
