@@ -177,14 +177,15 @@ def test_out_of_range_and_negative_ids_raise_index_error():
 
 
 def test_the_backward_kernel_checks_ids_too():
-    from galfast.ops.edge_scores import _edge_scores_backward
+    from galfast.ops.edge_scores import _edge_scores, _edge_scores_backward
 
     z, src, dst, bases, coefficients = _cases(torch.float32, torch.int32)["movielens_shape"]
+    _, projected = _edge_scores(z, src, dst, bases, coefficients)
     dst = dst.clone()
     dst[1000] = -5
     grad = torch.ones(src.numel(), coefficients.size(0))
     with pytest.raises(IndexError, match=r"dst\[1000\] = -5 is out of range"):
-        _edge_scores_backward(grad, z, src, dst, bases, coefficients)
+        _edge_scores_backward(grad, z, src, dst, bases, coefficients, projected)
 
 
 def _bad_inputs():
@@ -222,8 +223,9 @@ def test_opcheck():
     z, src, dst, bases, coefficients = _cases(torch.float64, torch.int32)["repeated_ids"]
     args = (z.requires_grad_(), src, dst, bases.requires_grad_(), coefficients.requires_grad_())
     torch.library.opcheck(_forward_op, args)
+    projected = _forward_op(*args)[1].detach()
     grad = torch.randn(src.numel(), coefficients.size(0), dtype=torch.float64)
-    torch.library.opcheck(_backward_op, (grad, *(t.detach() for t in args)))
+    torch.library.opcheck(_backward_op, (grad, *(t.detach() for t in args), projected))
 
 
 def _rating_batch(gen, num_edges=2000, users=60, nodes=150):

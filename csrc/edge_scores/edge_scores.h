@@ -41,10 +41,13 @@ struct EdgeScoresParams {
   const void* bases = nullptr;         // [num_bases, dim, dim]
   const void* coefficients = nullptr;  // [num_levels, num_bases]
   void* out = nullptr;                 // forward: [num_edges, num_levels]
-  const void* grad_out = nullptr;      // backward: [num_edges, num_levels]
-  void* grad_z = nullptr;              // backward: [num_nodes, dim]
-  void* grad_bases = nullptr;          // backward: [num_bases, dim, dim]
-  void* grad_coefficients = nullptr;   // backward: [num_levels, num_bases]
+  // Forward (written unless null), backward (read): [num_edges, num_bases, padded dim], the
+  // rows u_b^T bases[s] zero-padded to edge_scores_padded_dim(dtype, dim).
+  void* projected = nullptr;
+  const void* grad_out = nullptr;     // backward: [num_edges, num_levels]
+  void* grad_z = nullptr;             // backward: [num_nodes, dim]
+  void* grad_bases = nullptr;         // backward: [num_bases, dim, dim]
+  void* grad_coefficients = nullptr;  // backward: [num_levels, num_bases]
   int64_t num_nodes = 0;
   int64_t num_edges = 0;
   int64_t dim = 0;         // D >= 1
@@ -57,6 +60,9 @@ struct EdgeScoresParams {
 // The largest dim the CPU kernels take for a dtype (8 vectors of 32 bytes: 64 floats, 32
 // doubles; the per-edge rows are kept in registers).
 int64_t edge_scores_max_dim(DType dtype);
+
+// dim rounded up to whole 32-byte vectors: the row length of projected.
+int64_t edge_scores_padded_dim(DType dtype, int64_t dim);
 
 void edge_scores_cpu(const EdgeScoresParams& p);
 void edge_scores_backward_cpu(const EdgeScoresParams& p);

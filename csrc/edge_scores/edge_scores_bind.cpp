@@ -1,6 +1,6 @@
 // Python glue of the fused bilinear edge scores (edge_scores.h): galfast._C.EdgeScoresParams,
-// edge_scores_cpu, edge_scores_backward_cpu and edge_scores_max_dim. CPU only: on a GPU
-// galfast.ops.bilinear_edge_scores runs the torch composition.
+// edge_scores_cpu, edge_scores_backward_cpu, edge_scores_max_dim and edge_scores_padded_dim. CPU
+// only: on a GPU galfast.ops.bilinear_edge_scores runs the torch composition.
 #include "bind.h"
 #include "edge_scores/edge_scores.h"
 
@@ -25,6 +25,7 @@ void check_forward(const EdgeScoresParams& p) {
 void check_backward(const EdgeScoresParams& p) {
   check_common(p);
   require(p.grad_out || p.num_edges == 0, "bilinear_edge_scores: grad_out not set");
+  require(p.projected || p.num_edges == 0, "bilinear_edge_scores: projected not set");
   require(p.grad_z || p.num_nodes == 0, "bilinear_edge_scores: grad_z not set");
   require(p.grad_bases && p.grad_coefficients,
           "bilinear_edge_scores: grad_bases or grad_coefficients not set");
@@ -48,12 +49,14 @@ void bind_edge_scores(py::module_& m) {
   pointer_field(params, "bases", &EdgeScoresParams::bases);
   pointer_field(params, "coefficients", &EdgeScoresParams::coefficients);
   pointer_field(params, "out", &EdgeScoresParams::out);
+  pointer_field(params, "projected", &EdgeScoresParams::projected);
   pointer_field(params, "grad_out", &EdgeScoresParams::grad_out);
   pointer_field(params, "grad_z", &EdgeScoresParams::grad_z);
   pointer_field(params, "grad_bases", &EdgeScoresParams::grad_bases);
   pointer_field(params, "grad_coefficients", &EdgeScoresParams::grad_coefficients);
 
   m.def("edge_scores_max_dim", &edge_scores_max_dim, py::arg("dtype"));
+  m.def("edge_scores_padded_dim", &edge_scores_padded_dim, py::arg("dtype"), py::arg("dim"));
   def_kernel<EdgeScoresParams>(m, "edge_scores", check_forward, edge_scores_cpu, nullptr);
   def_kernel<EdgeScoresParams>(m, "edge_scores_backward", check_backward, edge_scores_backward_cpu,
                                nullptr);

@@ -17,6 +17,11 @@ int64_t edge_scores_max_dim(DType dtype) {
   return dtype == DType::kFloat64 ? 8 * kLaneCount<double> : 8 * kLaneCount<float>;
 }
 
+int64_t edge_scores_padded_dim(DType dtype, int64_t dim) {
+  const int64_t lanes = dtype == DType::kFloat64 ? kLaneCount<double> : kLaneCount<float>;
+  return (dim + lanes - 1) / lanes * lanes;
+}
+
 void edge_scores_cpu(const EdgeScoresParams& p) {
 #if defined(GALFAST_X86_DISPATCH)
   if (cpu_has_avx2_fma()) return avx2::edge_scores(p);

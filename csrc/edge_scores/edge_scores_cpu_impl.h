@@ -10,7 +10,8 @@
 // feeds one fused multiply-add per edge of the group.
 //
 // edge_scores thread mapping: the chunks are spread over the threads (static schedule); a thread
-// gathers, scores and mixes its chunks' edges and writes their rows of out.
+// gathers, scores and mixes its chunks' edges and writes their rows of out (and of projected,
+// the padded rows u_b^T bases[s] the backward reads instead of recomputing them).
 // edge_scores_backward thread mapping, one parallel region in two phases:
 //   1. the chunks are spread over the threads; per edge a thread writes du and dv (padded rows
 //      of two [num_edges, NV * lanes] buffers) and adds the edge into its chunk's partial sums of
@@ -206,15 +207,22 @@ template <typename T, int NV>
   return total;
 }
 
-// h[e * S + s] = u_e^T bases[s] v_e for the EB edges whose padded rows start at u, v.
+// h[e * S + s] = u_e^T bases[s] v_e for the EB edges whose padded rows start at u, v; the
+// padded rows u_e^T bases[s] also into projected[e, s] unless it is null.
 template <typename T, int NV, int EB>
 [[gnu::always_inline]] inline void basis_forms(const T* u, const T* v, const T* rows,
-                                               int64_t num_bases, int64_t dim, T* h) {
-  constexpr int kPadded = Tile<T, NV>::kPadded;
+                                               int64_t num_bases, int64_t dim, T* h, T* projected) {
+  constexpr int kLanes = Tile<T, NV>::kLanes, kPadded = Tile<T, NV>::kPadded;
   for (int64_t s = 0; s < num_bases; ++s) {
     LaneVec<T> t[EB][NV] = {};
     rows_times<T, NV, EB, false>(t, u, nullptr, 0, rows + s * dim * kPadded, dim);
     for (int e = 0; e < EB; ++e) h[e * num_bases + s] = row_dot<T, NV>(t[e], v + e * kPadded);
+    if (projected) {
+      for (int e = 0; e < EB; ++e) {
+        T* row = projected + (e * num_bases + s) * kPadded;
+        for (int k = 0; k < NV; ++k) lane_store(row + k * kLanes, t[e][k]);
+      }
+    }
   }
 }
 
@@ -237,6 +245,7 @@ void forward_typed(const EdgeScoresParams& p) {
   const int64_t num_levels = p.num_levels;
   const T* coefficients = static_cast<const T*>(p.coefficients);
   T* out = static_cast<T*>(p.out);
+  T* projected = static_cast<T*>(p.projected);
   const std::vector<T> rows =
       padded_bases(static_cast<const T*>(p.bases), num_bases, dim, kPadded, false);
   const int threads = threads_for(p);
@@ -260,13 +269,16 @@ void forward_typed(const EdgeScoresParams& p) {
         const int64_t count = std::min(kEdgeScoresChunk, num_edges - first);
         gather_chunk<T, NV>(p, first, count, u, v);
         int64_t c = 0;
+        auto projected_rows = [&](int64_t c) {
+          return projected ? projected + (first + c) * num_bases * kPadded : nullptr;
+        };
         for (; c + kGroup <= count; c += kGroup) {
           basis_forms<T, NV, kGroup>(u + c * kPadded, v + c * kPadded, rows.data(), num_bases, dim,
-                                     h + c * num_bases);
+                                     h + c * num_bases, projected_rows(c));
         }
         for (; c < count; ++c) {
           basis_forms<T, NV, 1>(u + c * kPadded, v + c * kPadded, rows.data(), num_bases, dim,
-                                h + c * num_bases);
+                                h + c * num_bases, projected_rows(c));
         }
         for (c = 0; c < count; ++c) {
           mix_levels(h + c * num_bases, coefficients, num_bases, num_levels,
@@ -280,29 +292,31 @@ void forward_typed(const EdgeScoresParams& p) {
   errors.rethrow();
 }
 
-// The backward of EB edges (padded rows at u, v; dh and h rows of S at dh, h): writes h, the
-// padded du and dv rows, and adds the edges into the chunk's padded partial of grad_bases.
+// The backward of EB edges (padded rows at u, v; their forward's projected rows u^T bases[s]
+// at projected; dh and h rows of S at dh, h): writes h, the padded du and dv rows, and adds the
+// edges into the chunk's padded partial of grad_bases.
 template <typename T, int NV, int EB>
-[[gnu::always_inline]] inline void backward_group(const T* u, const T* v, const T* rows,
+[[gnu::always_inline]] inline void backward_group(const T* u, const T* v, const T* projected,
                                                   const T* columns, const T* dh, int64_t num_bases,
                                                   int64_t dim, T* h, T* du, T* dv,
                                                   T* partial_bases) {
   constexpr int kLanes = Tile<T, NV>::kLanes, kPadded = Tile<T, NV>::kPadded;
   // h and dv = sum over s of dh_s * (u^T bases[s]): the first term rounded, then multiply-adds.
   for (int64_t s = 0; s < num_bases; ++s) {
-    LaneVec<T> t[EB][NV] = {};
-    rows_times<T, NV, EB, false>(t, u, nullptr, 0, rows + s * dim * kPadded, dim);
     for (int e = 0; e < EB; ++e) {
-      h[e * num_bases + s] = row_dot<T, NV>(t[e], v + e * kPadded);
+      LaneVec<T> t[NV];
+      const T* row = projected + (e * num_bases + s) * kPadded;
+      for (int k = 0; k < NV; ++k) lane_load(t[k], row + k * kLanes);
+      h[e * num_bases + s] = row_dot<T, NV>(t, v + e * kPadded);
       const T g = dh[e * num_bases + s];
       T* out = dv + e * kPadded;
       for (int k = 0; k < NV; ++k) {
         LaneVec<T> sum;
         if (s == 0) {
-          sum = g * t[e][k];
+          sum = g * t[k];
         } else {
           lane_load(sum, out + k * kLanes);
-          sum += g * t[e][k];
+          sum += g * t[k];
         }
         lane_store(out + k * kLanes, sum);
       }
@@ -371,7 +385,7 @@ void backward_typed(const EdgeScoresParams& p) {
   const T* coefficients = static_cast<const T*>(p.coefficients);
   const T* grad_out = static_cast<const T*>(p.grad_out);
   const T* bases = static_cast<const T*>(p.bases);
-  const std::vector<T> rows = padded_bases(bases, num_bases, dim, kPadded, false);
+  const T* projected = static_cast<const T*>(p.projected);
   const std::vector<T> columns = padded_bases(bases, num_bases, dim, kPadded, true);
   const int threads = threads_for(p);
   const int64_t per_thread = kEdgeScoresChunk * (2 * kPadded + 2 * num_bases);
@@ -415,16 +429,16 @@ void backward_typed(const EdgeScoresParams& p) {
         std::fill(bases_sum, bases_sum + bases_size, T(0));
         int64_t c = 0;
         for (; c + kGroup <= count; c += kGroup) {
-          backward_group<T, NV, kGroup>(u + c * kPadded, v + c * kPadded, rows.data(),
-                                        columns.data(), dh + c * num_bases, num_bases, dim,
-                                        h + c * num_bases, du + (first + c) * kPadded,
-                                        dv + (first + c) * kPadded, bases_sum);
+          backward_group<T, NV, kGroup>(
+              u + c * kPadded, v + c * kPadded, projected + (first + c) * num_bases * kPadded,
+              columns.data(), dh + c * num_bases, num_bases, dim, h + c * num_bases,
+              du + (first + c) * kPadded, dv + (first + c) * kPadded, bases_sum);
         }
         for (; c < count; ++c) {
-          backward_group<T, NV, 1>(u + c * kPadded, v + c * kPadded, rows.data(), columns.data(),
-                                   dh + c * num_bases, num_bases, dim, h + c * num_bases,
-                                   du + (first + c) * kPadded, dv + (first + c) * kPadded,
-                                   bases_sum);
+          backward_group<T, NV, 1>(
+              u + c * kPadded, v + c * kPadded, projected + (first + c) * num_bases * kPadded,
+              columns.data(), dh + c * num_bases, num_bases, dim, h + c * num_bases,
+              du + (first + c) * kPadded, dv + (first + c) * kPadded, bases_sum);
         }
         // grad_coefficients' partial: sum over the chunk's edges, in order, of g[r] * h[s].
         T* levels_sum = partial_levels + k * levels_size;

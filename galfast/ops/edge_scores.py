@@ -41,15 +41,33 @@ def _params(z: Tensor, src: Tensor, dst: Tensor, bases: Tensor, coefficients: Te
     return p
 
 
-def _edge_scores_outputs(z: Tensor, src: Tensor, coefficients: Tensor) -> Tensor:
-    """``[B, R]``."""
-    return z.new_empty((src.size(0), coefficients.size(0)))
+def _edge_scores_outputs(
+    z: Tensor, src: Tensor, bases: Tensor, coefficients: Tensor
+) -> tuple[Tensor, Tensor]:
+    """(out ``[B, R]``, projected ``[B, S, padded D]``: the rows ``z[src[b]] @ bases[s]`` the
+    backward reads, zero-padded to whole vectors)."""
+    padded = _C.edge_scores_padded_dim(kernel_dtype(z.dtype), z.size(1))
+    return (
+        z.new_empty((src.size(0), coefficients.size(0))),
+        z.new_empty((src.size(0), bases.size(0), padded)),
+    )
 
 
 def _edge_scores(
     z: Tensor, src: Tensor, dst: Tensor, bases: Tensor, coefficients: Tensor
+) -> tuple[Tensor, Tensor]:
+    out, projected = _edge_scores_outputs(z, src, bases, coefficients)
+    p = _params(z, src, dst, bases, coefficients)
+    p.out, p.projected = ptr(out), ptr(projected)
+    run_kernel("edge_scores", p, z.device)
+    return out, projected
+
+
+def _scores_only(
+    z: Tensor, src: Tensor, dst: Tensor, bases: Tensor, coefficients: Tensor
 ) -> Tensor:
-    out = _edge_scores_outputs(z, src, coefficients)
+    """The scores with no backward to come (no projected rows written)."""
+    out = z.new_empty((src.size(0), coefficients.size(0)))
     p = _params(z, src, dst, bases, coefficients)
     p.out = ptr(out)
     run_kernel("edge_scores", p, z.device)
@@ -68,10 +86,17 @@ def _edge_scores_backward_outputs(
 
 
 def _edge_scores_backward(
-    grad: Tensor, z: Tensor, src: Tensor, dst: Tensor, bases: Tensor, coefficients: Tensor
+    grad: Tensor,
+    z: Tensor,
+    src: Tensor,
+    dst: Tensor,
+    bases: Tensor,
+    coefficients: Tensor,
+    projected: Tensor,
 ) -> tuple[Tensor, Tensor, Tensor]:
     grad_z, grad_bases, grad_coefficients = _edge_scores_backward_outputs(z, bases, coefficients)
     p = _params(z, src, dst, bases, coefficients)
+    p.projected = ptr(projected)
     p.grad_out, p.grad_z = ptr(grad), ptr(grad_z)
     p.grad_bases, p.grad_coefficients = ptr(grad_bases), ptr(grad_coefficients)
     run_kernel("edge_scores_backward", p, z.device)
@@ -99,7 +124,7 @@ def _composition(
 
 # ---------------------------------------------------------------- autograd
 def _setup(ctx, inputs, output):
-    ctx.save_for_backward(*inputs)
+    ctx.save_for_backward(*inputs, output[1])
 
 
 def _composition_grads(grad, z, src, dst, bases, coefficients, wanted):
@@ -111,24 +136,25 @@ def _composition_grads(grad, z, src, dst, bases, coefficients, wanted):
     return tuple(next(grads) if w else None for w in wanted)
 
 
-def _backward(ctx, grad):
-    z, src, dst, bases, coefficients = ctx.saved_tensors
+def _backward(ctx, grad, _grad_projected):
+    saved = ctx.saved_tensors
     needs = ctx.needs_input_grad
     wanted = (needs[0], needs[3], needs[4])
     if not any(wanted):
         return None, None, None, None, None
     if torch.is_grad_enabled():  # create_graph: the kernel's gradients record no graph
-        grads = _composition_grads(grad, *ctx.saved_tensors, wanted)
+        grads = _composition_grads(grad, *saved[:5], wanted)
     else:
         grad = grad.contiguous()
         launch = _edge_scores_backward if getattr(ctx, "eager", False) else _backward_op
-        grads = launch(grad, *ctx.saved_tensors)
+        grads = launch(grad, *saved)
     grad_z, grad_bases, grad_coefficients = (g if w else None for g, w in zip(grads, wanted))
     return grad_z, None, None, grad_bases, grad_coefficients
 
 
 _forward_op.register_autograd(_backward, setup_context=_setup)
-_EdgeScoresEager = eager_function(_edge_scores, _setup, _backward)
+# Returns the scores alone: the projected rows only travel to the backward.
+_EdgeScoresEager = eager_function(_edge_scores, _setup, _backward, backward_only_outputs=True)
 
 
 # ---------------------------------------------------------------- public wrapper
@@ -223,8 +249,8 @@ def bilinear_edge_scores(
         return _composition(z, src, dst, bases, coefficients)
     args = tuple(t.contiguous() for t in (z, src, dst, bases, coefficients))
     if tracing():
-        return _forward_op(*args)
+        return _forward_op(*args)[0]
     grad_wanted = z.requires_grad or bases.requires_grad or coefficients.requires_grad
     if grad_wanted and torch.is_grad_enabled():
         return _EdgeScoresEager.apply(*args)
-    return _edge_scores(*args)
+    return _scores_only(*args)
