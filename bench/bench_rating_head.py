@@ -1,14 +1,17 @@
-"""The MovieLens rating head as a training step runs it (EdgeHead's two gathers, GC-MC's
-bilinear decoder, the cross-entropy, forward and backward) with this session's forms against
-the ones they replaced (index_select gathers; the broadcast product and addcmul in the
-decoder's backward), in one process, alternating round by round:
+"""The MovieLens rating head as a training step runs it (EdgeHead, GC-MC's bilinear decoder,
+the cross-entropy, forward and backward) in three forms, in one process, alternating round by
+round: "before" (index_select gathers; the broadcast product and addcmul in the decoder's
+backward), "composition" (session 8: ops.gather_rows twice, bilinear_forms with
+ops.row_dot_grads, the coefficient product) and "fused" (session 9: EdgeHead calls
+BilinearRatingDecoder.edge_scores, ops.bilinear_edge_scores):
 
     PYTHONPATH=. python bench/bench_rating_head.py --threads 1 --rounds 300
     PYTHONPATH=. python bench/bench_rating_head.py --threads 2 --rounds 300
 
 At one thread each call is timed as CPU time (time.process_time), at more as wall time
 (time.perf_counter; only meaningful on a quiet machine); the minimum over rounds is printed.
-Both forms give bitwise the same loss and gradients (checked before timing).
+"before" and "composition" give bitwise the same loss and gradients, "fused" the same to
+rounding (both checked before timing).
 """
 
 from __future__ import annotations
@@ -37,7 +40,18 @@ def _index_select(z, ids):
     return z.index_select(0, ids)
 
 
-def step_fn(old: bool):
+class _ForwardOnly(torch.nn.Module):
+    """The decoder without its edge_scores method: EdgeHead gathers the rows for it."""
+
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, z_src, z_dst):
+        return self.decoder(z_src, z_dst)
+
+
+def step_fn(form: str):
     gen = torch.Generator().manual_seed(0)
     z = torch.randn(NODES, DIM, generator=gen, requires_grad=True)
     batch = RatingBatch(
@@ -47,7 +61,9 @@ def step_fn(old: bool):
         None,
     )
     torch.manual_seed(0)
-    head = EdgeHead(BilinearRatingDecoder(DIM))
+    decoder = BilinearRatingDecoder(DIM)
+    head = EdgeHead(decoder if form == "fused" else _ForwardOnly(decoder))
+    old = form == "before"
     real = (ops.gather_rows, ops.row_dot_grads)
 
     def step():
@@ -59,7 +75,7 @@ def step_fn(old: bool):
             rating_cross_entropy(head(z, batch), batch).backward()
         finally:
             ops.gather_rows, ops.row_dot_grads = real
-        return z.grad, head.decoder.bases.grad
+        return z.grad, decoder.bases.grad, decoder.coefficients.grad
 
     return step
 
@@ -70,9 +86,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=300)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    steps = {"before (index_select, broadcast)": step_fn(True), "now": step_fn(False)}
-    before, now = (fn() for fn in steps.values())
-    assert all(torch.equal(a, b) for a, b in zip(before, now)), "results differ"
+    steps = {form: step_fn(form) for form in ("before", "composition", "fused")}
+    before, composition, fused = (fn() for fn in steps.values())
+    assert all(torch.equal(a, b) for a, b in zip(before, composition)), "results differ"
+    for a, b in zip(composition, fused):
+        torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-5)
     wall = args.threads > 1
     clock = time.perf_counter if wall else time.process_time
     best = dict.fromkeys(steps, float("inf"))
@@ -81,11 +99,11 @@ def main() -> None:
             start = clock()
             fn()
             best[name] = min(best[name], clock() - start)
-    ratio = best["before (index_select, broadcast)"] / best["now"]
+    ratio = best["composition"] / best["fused"]
     cells = "  ".join(f"{n} {1e6 * t:7.1f} us" for n, t in best.items())
     print(
         f"rating head fwd+bwd [{args.threads} thread(s), {'wall' if wall else 'CPU'}]  {cells}"
-        f"  {ratio:4.2f}x"
+        f"  composition/fused {ratio:4.2f}x"
     )
 
 

@@ -25,6 +25,7 @@ void bind_compgcn(py::module_& m);
 void bind_batch_norm(py::module_& m);
 void bind_gather_rows(py::module_& m);
 void bind_row_dots(py::module_& m);
+void bind_edge_scores(py::module_& m);
 
 inline void require(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument(what);

@@ -73,4 +73,5 @@ PYBIND11_MODULE(_C, m) {
   bind_batch_norm(m);
   bind_gather_rows(m);
   bind_row_dots(m);
+  bind_edge_scores(m);
 }

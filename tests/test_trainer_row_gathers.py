@@ -1,13 +1,25 @@
 """EdgeHead gathers rows with index_select (issue 19, a whole MovieLens run): the rows, and
-the gradient of rows picked several times, are those of plain indexing."""
+the gradient of rows picked several times, are those of plain indexing. (A decoder with an
+``edge_scores`` method, BilinearRatingDecoder, takes the ids instead: tests/test_edge_scores.py.)"""
 
 from __future__ import annotations
 
 import torch
 
-from galfast.models import BilinearRatingDecoder
+from galfast.models import BilinearRatingDecoder, DotProductLinkDecoder
 from galfast.train import EdgeHead, RatingBatches
 from galfast.train.batches import RatingBatch
+
+
+class _Forward(torch.nn.Module):
+    """The decoder's forward alone (no edge_scores method: EdgeHead gathers the rows)."""
+
+    def __init__(self, decoder):
+        super().__init__()
+        self.decoder = decoder
+
+    def forward(self, z_src, z_dst):
+        return self.decoder(z_src, z_dst)
 
 
 def test_edge_head_matches_indexing_with_repeated_rows_bitwise():
@@ -17,7 +29,7 @@ def test_edge_head_matches_indexing_with_repeated_rows_bitwise():
     dst = torch.randint(10, 30, (200,), generator=gen).int()  # int32 ids too
     batch = RatingBatch(src, dst, torch.zeros(200, dtype=torch.long), torch.ones(200))
     decoder = BilinearRatingDecoder(6)
-    out = EdgeHead(decoder)(z, batch)
+    out = EdgeHead(_Forward(decoder))(z, batch)
     grad = torch.randn(out.shape, generator=gen)
     out.backward(grad)
     z_ref = z.detach().clone().requires_grad_()
@@ -91,5 +103,5 @@ def test_edge_head_gathers_id_tensors_with_gather_rows(monkeypatch):
     monkeypatch.setattr(galfast.ops, "gather_rows", counted)
     z = torch.randn(8, 4)
     src, dst = torch.tensor([0, 1, 1]), torch.tensor([5, 7, 6], dtype=torch.int32)
-    EdgeHead(BilinearRatingDecoder(4))(z, RatingBatch(src, dst, None, None))
+    EdgeHead(DotProductLinkDecoder())(z, RatingBatch(src, dst, None, None))
     assert len(calls) == 2 and calls[0] is src and calls[1] is dst

@@ -8,6 +8,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast import ops
 from galfast.models.bilinear_forms import bilinear_forms
 
 __all__ = ["BilinearRatingDecoder"]
@@ -32,7 +33,8 @@ class BilinearRatingDecoder(nn.Module):
         num_bases: shared bases S.
         levels: the rating value of each level (default ``1..R``).
 
-    Shapes: ``z_src``, ``z_dst`` ``[B, D]`` -> logits ``[B, R]``.
+    Shapes: ``z_src``, ``z_dst`` ``[B, D]`` -> logits ``[B, R]``; ``edge_scores(z, src, dst)``
+    takes the node embeddings ``[N, D]`` and the ``[B]`` node ids of the edges instead.
 
     Example:
         >>> dec = BilinearRatingDecoder(20)
@@ -68,6 +70,16 @@ class BilinearRatingDecoder(nn.Module):
     def forward(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
         per_basis = bilinear_forms(z_src, self.bases, z_dst)
         return per_basis @ self.coefficients.t()
+
+    def edge_scores(self, z: Tensor, src: Tensor, dst: Tensor) -> Tensor:
+        """``self(z[src], z[dst])`` for ``[B]`` int32 / int64 node ids ``src``, ``dst`` into the
+        ``[N, D]`` embeddings ``z``: logits ``[B, R]`` by ``ops.bilinear_edge_scores``, fused
+        on the CPU (no gathered rows; the same logits and gradients to rounding, bitwise
+        the same for any thread count), ``forward`` on gathered rows elsewhere. ``EdgeHead``
+        calls it for batches of id tensors."""
+        if z.device.type != "cpu":  # the composition forward() runs, its backward included
+            return self(ops.gather_rows(z, src), ops.gather_rows(z, dst))
+        return ops.bilinear_edge_scores(z, src, dst, self.bases, self.coefficients)
 
     def expected_rating(self, logits: Tensor) -> Tensor:
         """``[B, R]`` logits -> ``[B]`` expected rating under the softmax over levels."""

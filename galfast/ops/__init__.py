@@ -4,6 +4,7 @@ from galfast.ops.aggregate import aggregate
 from galfast.ops.batch_norm import batch_norm
 from galfast.ops.block import Block, block_aggregate
 from galfast.ops.compgcn_aggregate import compgcn_aggregate
+from galfast.ops.edge_scores import bilinear_edge_scores
 from galfast.ops.gat_aggregate import gat_aggregate
 from galfast.ops.gather_rows import gather_rows
 from galfast.ops.neighbor_loader import NeighborLoader, SampledBatch
@@ -18,3 +19,4 @@ __all__ += ["nnconv_aggregate"]
 __all__ += ["compgcn_aggregate"]
 __all__ += ["batch_norm"]
 __all__ += ["gather_rows", "row_dot_grads"]
+__all__ += ["bilinear_edge_scores"]

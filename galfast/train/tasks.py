@@ -37,14 +37,23 @@ class NodeHead(nn.Module):
 class EdgeHead(nn.Module):
     """``decoder(z[batch.src], z[batch.dst])`` for :class:`LinkBatch` and :class:`RatingBatch`
     (e.g. :class:`galfast.models.DotProductLinkDecoder`,
-    :class:`galfast.models.BilinearRatingDecoder`)."""
+    :class:`galfast.models.BilinearRatingDecoder`). A decoder with an ``edge_scores(z, src,
+    dst)`` method (``BilinearRatingDecoder``: fused, no gathered rows) gets the embeddings and
+    the ids instead when both ids are 1-D integer tensors."""
 
     def __init__(self, decoder: nn.Module) -> None:
         super().__init__()
         self.decoder = decoder
 
     def forward(self, z: Tensor, batch: Any) -> Tensor:
-        return self.decoder(_rows(z, batch.src), _rows(z, batch.dst))
+        src, dst = batch.src, batch.dst
+        if hasattr(self.decoder, "edge_scores") and _id_tensor(src) and _id_tensor(dst):
+            return self.decoder.edge_scores(z, src, dst)
+        return self.decoder(_rows(z, src), _rows(z, dst))
+
+
+def _id_tensor(ids: Any) -> bool:
+    return isinstance(ids, Tensor) and ids.dim() == 1 and ids.dtype in (torch.int64, torch.int32)
 
 
 def _rows(z: Tensor, ids: Any) -> Tensor:
@@ -52,7 +61,7 @@ def _rows(z: Tensor, ids: Any) -> Tensor:
     the same order, the same gradient, without advanced indexing's per-call setup and with a
     scatter-add backward 3-4x faster than index_select's index_add_ (MovieLens: 2x 8,192 rows
     a step)."""
-    if isinstance(ids, Tensor) and ids.dim() == 1 and ids.dtype in (torch.int64, torch.int32):
+    if _id_tensor(ids):
         return ops.gather_rows(z, ids)
     return z[ids]
 

@@ -1,0 +1,39 @@
+// CPU entry points of the fused bilinear edge scores: the baseline-ISA build, and the run-time
+// switch to the AVX2+FMA build of the same code (edge_scores_cpu_avx2.cpp) where the CPU has it.
+#define GALFAST_CPU_ISA baseline
+#include "common/cpu_isa.h"
+#include "edge_scores/edge_scores_cpu_impl.h"
+
+namespace galfast {
+
+#if defined(GALFAST_X86_DISPATCH)
+namespace avx2 {
+void edge_scores(const EdgeScoresParams& p);
+void edge_scores_backward(const EdgeScoresParams& p);
+}  // namespace avx2
+#endif
+
+int64_t edge_scores_max_dim(DType dtype) {
+  return dtype == DType::kFloat64 ? 8 * kLaneCount<double> : 8 * kLaneCount<float>;
+}
+
+int64_t edge_scores_padded_dim(DType dtype, int64_t dim) {
+  const int64_t lanes = dtype == DType::kFloat64 ? kLaneCount<double> : kLaneCount<float>;
+  return (dim + lanes - 1) / lanes * lanes;
+}
+
+void edge_scores_cpu(const EdgeScoresParams& p) {
+#if defined(GALFAST_X86_DISPATCH)
+  if (cpu_has_avx2_fma()) return avx2::edge_scores(p);
+#endif
+  baseline::edge_scores(p);
+}
+
+void edge_scores_backward_cpu(const EdgeScoresParams& p) {
+#if defined(GALFAST_X86_DISPATCH)
+  if (cpu_has_avx2_fma()) return avx2::edge_scores_backward(p);
+#endif
+  baseline::edge_scores_backward(p);
+}
+
+}  // namespace galfast
