@@ -31,7 +31,7 @@ if [ "$#" -eq 0 ]; then
     tests/test_graph_validation.py tests/test_ops_hardening.py tests/test_compgcn_aggregate.py \
     tests/test_nnconv_aggregate.py tests/test_sample_neighbors.py tests/test_block_aggregate.py
   set -- "$@" tests/test_batch_norm.py tests/test_gather_rows.py tests/test_row_dots.py \
-    tests/test_aggregate_simd.py
+    tests/test_aggregate_simd.py tests/test_edge_scores.py
 fi
 # Test paths are made absolute: pytest runs from the package folder.
 args=()
