@@ -33,6 +33,23 @@ inline int max_threads() {
 
 inline void set_cpu_threads(int n) { cpu_threads_setting() = n; }
 
+// This thread's number and the team's size inside a parallel region (0 and 1 without OpenMP).
+inline void thread_id(int& t, int& nt) {
+#ifdef _OPENMP
+  t = omp_get_thread_num();
+  nt = omp_get_num_threads();
+#else
+  t = 0;
+  nt = 1;
+#endif
+}
+
+// [first, last) of `count` items for thread `t` of `nt`.
+inline void thread_range(int64_t count, int t, int nt, int64_t& first, int64_t& last) {
+  first = count * t / nt;
+  last = count * (t + 1) / nt;
+}
+
 // Splits rows [0, num_rows) into about `num_chunks` contiguous ranges of equal cost, where a
 // row costs (its edge count + 1). A hub row lands alone in a chunk while the many light rows
 // around it are grouped, so a dynamic schedule over chunks stays balanced on skewed degrees.

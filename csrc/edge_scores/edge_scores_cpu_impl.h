@@ -53,22 +53,6 @@ int threads_for(const EdgeScoresParams& p) {
   return work < kMinParallelWork ? 1 : max_threads();
 }
 
-void thread_id(int& t, int& nt) {
-#ifdef _OPENMP
-  t = omp_get_thread_num();
-  nt = omp_get_num_threads();
-#else
-  t = 0;
-  nt = 1;
-#endif
-}
-
-// [first, last) of `count` items for thread `t` of `nt`.
-void thread_range(int64_t count, int t, int nt, int64_t& first, int64_t& last) {
-  first = count * t / nt;
-  last = count * (t + 1) / nt;
-}
-
 [[noreturn]] void throw_bad_id(const char* which, int64_t b, int64_t value, int64_t num_nodes) {
   throw std::out_of_range("bilinear_edge_scores: " + std::string(which) + "[" + std::to_string(b) +
                           "] = " + std::to_string(value) + " is out of range for " +

@@ -33,22 +33,6 @@ constexpr int64_t kMinParallelElements = int64_t{1} << 14;
 
 int threads_for(int64_t elements) { return elements < kMinParallelElements ? 1 : max_threads(); }
 
-// [first, last) of `count` items for thread `t` of `nt`.
-void thread_range(int64_t count, int t, int nt, int64_t& first, int64_t& last) {
-  first = count * t / nt;
-  last = count * (t + 1) / nt;
-}
-
-void thread_id(int& t, int& nt) {
-#ifdef _OPENMP
-  t = omp_get_thread_num();
-  nt = omp_get_num_threads();
-#else
-  t = 0;
-  nt = 1;
-#endif
-}
-
 // Zero-width rows come from tensors without storage, whose pointers may be null: memcpy must not
 // see them even for zero bytes.
 template <typename T>

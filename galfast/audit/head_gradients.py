@@ -112,11 +112,10 @@ class HeadGradients:
             return grad.view(out.shape)
         if kind in ("binary", "categorical"):
             # cross_entropy = nll_loss(log_softmax(out, 1)): their two backwards.
-            weight = weights
             log_p = torch.log_softmax(out, 1)
-            _, total_weight = torch.ops.aten.nll_loss_forward(log_p, y, weight, _MEAN, _NO_IGNORE)
+            _, total_weight = torch.ops.aten.nll_loss_forward(log_p, y, weights, _MEAN, _NO_IGNORE)
             grad = torch.ops.aten.nll_loss_backward(
-                one, log_p, y, weight, _MEAN, _NO_IGNORE, total_weight
+                one, log_p, y, weights, _MEAN, _NO_IGNORE, total_weight
             )
             return torch.ops.aten._log_softmax_backward_data(grad, log_p, 1, out.dtype)
         if kind == "multilabel":
