@@ -183,3 +183,44 @@ def test_training_imports_no_dynamo():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_profiler_ranges_only_while_recording():
+    params = _params(9)
+    opt = LeanAdam(params, lr=0.01, fused=True)
+    sum(p.sum() for p in params).backward()
+    with torch.profiler.profile() as prof:
+        opt.step()
+        opt.zero_grad()
+    names = {event.name for event in prof.events()}
+    assert "Optimizer.step#LeanAdam.step" in names
+    assert "Optimizer.zero_grad#LeanAdam.zero_grad" in names
+    assert all(p.grad is None for p in params)
+
+
+def test_zero_grad_without_set_to_none_keeps_zeroed_tensors():
+    params = _params(10)
+    opt = LeanAdam(params, lr=0.01, fused=True)
+    sum(p.sum() for p in params).backward()
+    opt.zero_grad(set_to_none=False)
+    assert all(torch.equal(p.grad, torch.zeros_like(p)) for p in params)
+    opt.zero_grad()
+    assert all(p.grad is None for p in params)
+
+
+def test_pre_hook_may_replace_the_arguments_and_bad_results_raise():
+    params = _params(11)
+    opt = LeanAdam(params, lr=0.01, fused=True)
+    seen = []
+
+    def closure():
+        seen.append("closure")
+        return torch.tensor(1.0)
+
+    opt.register_step_pre_hook(lambda o, args, kwargs: ((), {"closure": closure}))
+    sum(p.sum() for p in params).backward()
+    assert float(opt.step()) == 1.0 and seen == ["closure"]
+    bad = LeanAdam(_params(12), lr=0.01, fused=True)
+    bad.register_step_pre_hook(lambda *a: "not a pair")
+    with pytest.raises(RuntimeError, match="must return None or a tuple"):
+        bad.step()

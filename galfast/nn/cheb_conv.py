@@ -109,6 +109,8 @@ class ChebConv(FusedLayer):
         check_features(x, self.in_channels, self.lins[0].weight)
         graph, weight, _, _ = layer_graph(edge_index, x.size(0), None, edge_weight, flow=self.flow)
         lambda_max = _per_node_lambda_max(lambda_max, batch, x.size(0))
+        # The terms are summed into the first in place (a product's backward keeps its inputs,
+        # not its output): no [N, out] sum is allocated per term.
         out = self.lins[0](x)
         if len(self.lins) > 1:
             operator, negated = self._laplacian(graph, weight, lambda_max, x.dtype)
@@ -116,11 +118,14 @@ class ChebConv(FusedLayer):
             # with A: the signs go onto the weights of the odd terms. Bitwise the same output
             # (negation is exact), without negating [N, F] features forward and backward.
             previous, current = x, operator(x)
-            out = out + _signed_linear(self.lins[1], current, negated)
-            for k, lin in enumerate(self.lins[2:], start=2):
+            out.add_(_signed_linear(self.lins[1], current, negated))
+            for k in range(2, len(self.lins)):
                 previous, current = current, 2.0 * operator(current) - previous
-                out = out + _signed_linear(lin, current, negated and k % 2 == 1)
-        return out if self.bias is None else out + self.bias
+                out.add_(_signed_linear(self.lins[k], current, negated and k % 2 == 1))
+        if self.bias is None:
+            return out
+        # Under autocast out may be narrower than the bias: out + bias then widens it (as PyG).
+        return out.add_(self.bias) if out.dtype == self.bias.dtype else out + self.bias
 
     def _forward_block(self, x, block: Block, edge_weight, batch, lambda_max) -> Tensor:
         if len(self.lins) > 2:
