@@ -19,11 +19,10 @@ profiler records, so a profile still shows ``Optimizer.step#LeanAdam.step``.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
-
 import contextlib
 import functools
 from itertools import chain
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor
