@@ -38,29 +38,29 @@ def _describe(fn, args) -> str:
     return name
 
 
-def _timed_submit(submit):
-    def wrapper(self, fn, *args, **kwargs):
-        def timed(*a, **k):
-            start = time.perf_counter()
-            try:
-                return fn(*a, **k)
-            finally:
-                _RECORDS.append(
-                    (
-                        threading.current_thread().name,
-                        start - _START[0],
-                        time.perf_counter() - _START[0],
-                        _describe(fn, a),
-                    )
-                )
+def _timed_call(call):
+    """Jobs._call timed in the worker thread that makes it (on forked workers the thread waits
+    for its process): the fit itself stays a picklable module-level call."""
 
-        return submit(self, timed, *args, **kwargs)
+    def wrapper(self, fn, args, kwargs):
+        start = time.perf_counter()
+        try:
+            return call(self, fn, args, kwargs)
+        finally:
+            _RECORDS.append(
+                (
+                    threading.current_thread().name,
+                    start - _START[0],
+                    time.perf_counter() - _START[0],
+                    _describe(fn, args),
+                )
+            )
 
     return wrapper
 
 
 def main() -> None:
-    audit_jobs.Jobs.submit = _timed_submit(audit_jobs.Jobs.submit)
+    audit_jobs.Jobs._call = _timed_call(audit_jobs.Jobs._call)
     prepared = prepare(ExperimentConfig(dataset="synthetic-movielens-1m", encoder="cheb", seed=0))
     graph = prepared.dataset.graph
     gen = torch.Generator().manual_seed(0)

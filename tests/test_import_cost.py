@@ -1,6 +1,6 @@
 """`import galfast` and the CLI's help load no heavy optional dependency: scikit-learn (with the
-scipy.stats and pandas it imports) and scipy load with the first audit metric, strong attacker
-or Planetoid file, not with the package (together about a second of start-up)."""
+scipy.stats and pandas it imports) and scipy load with the first strong (classic) attacker or
+Planetoid file, not with the package (together about a second of start-up)."""
 
 from __future__ import annotations
 
@@ -49,16 +49,34 @@ def test_start_up_loads_no_heavy_dependency(body):
 
 
 def test_heavy_dependencies_still_load_where_used():
-    # The lazy imports are real imports: the first metric and the first Planetoid read load
-    # them (a missing scikit-learn fails there, by name).
+    # The lazy imports are real imports: the first classic attacker and the first Planetoid
+    # read load them (a missing scikit-learn fails there, by name).
     body = (
         "import numpy as np\n"
-        "from galfast.audit.metrics import attack_metrics\n"
-        "attack_metrics('binary', np.array([0, 1]), np.array([0, 1]), np.array([0.2, 0.9]))\n"
+        "from galfast.audit.classic import fit_classic\n"
+        "from galfast.audit.metrics import primary_metric\n"
+        "x, y = np.random.default_rng(0).normal(size=(30, 2)), np.arange(30) % 2\n"
+        "fit_classic('knn', 'binary', x[:20], y[:20], x[20:25], y[20:25], x[25:], seed=0,\n"
+        "            score=lambda t, p: primary_metric('binary', t, p))\n"
         "from galfast.datasets import planetoid\n"
         "planetoid('cora')"
     )
     assert {"sklearn", "scipy"} <= set(_heavy_modules_after(body))
+
+
+def test_metrics_and_the_fast_audit_load_no_heavy_dependency():
+    # The audit's metrics are numpy: an audit without the classic attackers never loads
+    # scikit-learn (about a second); scipy only for the t intervals of several seeds.
+    body = (
+        "import torch\n"
+        "from galfast import SensitiveAttribute, audit\n"
+        "gen = torch.Generator().manual_seed(0)\n"
+        "z = torch.randn(120, 4, generator=gen)\n"
+        "a = SensitiveAttribute('a', 'binary', (z[:, 0] > 0).long())\n"
+        "audit(z, a, train_idx=torch.arange(90), test_idx=torch.arange(90, 120),\n"
+        "      attacks=('node',), seeds=1, epochs=1, min_steps=1, workers=1)"
+    )
+    assert _heavy_modules_after(body) == []
 
 
 _POOLS_DURING_FITS = """
