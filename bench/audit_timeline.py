@@ -12,7 +12,6 @@ the workers' ends is the time one of them sat idle.
 from __future__ import annotations
 
 import os
-import threading
 import time
 
 import torch
@@ -42,17 +41,17 @@ def _timed_call(call):
     """Jobs._call timed in the worker thread that makes it (on forked workers the thread waits
     for its process): the fit itself stays a picklable module-level call."""
 
-    def wrapper(self, fn, args, kwargs):
+    def wrapper(self, job, worker):
         start = time.perf_counter()
         try:
-            return call(self, fn, args, kwargs)
+            return call(self, job, worker)
         finally:
             _RECORDS.append(
                 (
-                    threading.current_thread().name,
+                    f"worker {worker}",
                     start - _START[0],
                     time.perf_counter() - _START[0],
-                    _describe(fn, args),
+                    _describe(job.fn, job.args),
                 )
             )
 

@@ -47,7 +47,7 @@ def test_calls_run_in_other_processes_and_return_their_results():
     try:
         pids = set()
         for k in range(6):
-            out, pid = workers.call(_square_and_pid, (torch.full((3,), float(k)),), {})
+            out, pid = workers.call(k % 2, _square_and_pid, (torch.full((3,), float(k)),), {})
             assert torch.equal(out, torch.full((3,), float(k * k)))
             pids.add(pid)
         assert os.getpid() not in pids
@@ -88,7 +88,7 @@ def test_a_worker_that_dies_is_reported_not_waited_for():
     workers = ForkedWorkers(1, threads=1)
     try:
         with pytest.raises(RuntimeError, match="died"):
-            workers.call(_die, (), {})
+            workers.call(0, _die, (), {})
     finally:
         workers.close()
 
@@ -97,7 +97,7 @@ def test_an_unpicklable_result_is_a_clear_error():
     workers = ForkedWorkers(1, threads=1)
     try:
         with pytest.raises(RuntimeError, match="could not send back its result"):
-            workers.call(_unpicklable_result, (), {})
+            workers.call(0, _unpicklable_result, (), {})
     finally:
         workers.close()
 
@@ -169,3 +169,28 @@ def test_a_fitted_head_pickles_its_weights_once():
     # each parameter owns its storage: the pickle carries the weights once, not the flat
     # training buffer once per parameter
     assert len(pickle.dumps(fitted.model)) < 2 * weights + 4096
+
+
+def _pid_and_loaded(module: str) -> tuple[int, bool]:
+    return os.getpid(), module in sys.modules
+
+
+def test_calls_with_one_affinity_share_a_process_that_loads_their_modules():
+    # A module the parent has not loaded: only the worker the affine calls go to loads it.
+    module = "json.tool"
+    assert module not in sys.modules
+    jobs = Jobs(2, 1, processes=True)
+    try:
+        plain = [jobs.submit(_pid_and_loaded, module, cost=1.0) for _ in range(6)]
+        affine = [
+            jobs.submit(_pid_and_loaded, module, cost=2.0, affinity="json", modules=(module,))
+            for _ in range(6)
+        ]
+        affine_pids = {f.result()[0] for f in affine}
+        assert len(affine_pids) == 1 and all(f.result()[1] for f in affine)
+        (loader,) = affine_pids
+        others = [loaded for pid, loaded in (f.result() for f in plain) if pid != loader]
+        assert others and not any(others)
+        assert module not in sys.modules
+    finally:
+        jobs.close()

@@ -144,3 +144,24 @@ def test_bad_workers():
         with pytest.raises(ValueError, match="workers"):
             audit(z, attrs[0], workers=bad, **base)
     assert 1 <= default_workers() <= 2
+
+
+def test_affine_calls_wait_for_their_worker_while_the_others_run():
+    # Thread workers: worker 0 is held by an affine call; a second affine call must wait for
+    # it, while the other worker takes the plain calls queued behind it.
+    jobs = Jobs(2, 1, processes=False)
+    release = threading.Event()
+    ran = []
+    try:
+        hold = jobs.submit(release.wait, cost=1e9, affinity="a")
+        second = jobs.submit(ran.append, "affine", cost=1e8, affinity="a")
+        plain = [jobs.submit(ran.append, k, cost=1.0) for k in range(3)]
+        for f in plain:
+            f.result()
+        assert ran == [0, 1, 2] and not second.done()
+        release.set()
+        second.result()
+        assert hold.result() and ran[-1] == "affine"
+    finally:
+        release.set()
+        jobs.close()

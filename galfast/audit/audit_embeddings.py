@@ -253,7 +253,8 @@ def audit(
     views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
     jobs = Jobs(workers, threads)
     sklearn_modules = METRIC_MODULES
-    if any(f in CLASSIC_FAMILIES for f in families):
+    if any(f in CLASSIC_FAMILIES for f in families) and not jobs.forks:
+        # Forked workers load them themselves: the one that runs the classic fits.
         sklearn_modules += CLASSIC_MODULES
     try:
         with attacker_threads(threads, load_first=sklearn_modules):

@@ -9,6 +9,11 @@ then runs the fits it is sent: the function and its arguments pickled, the resul
 exception) pickled back. The fits are the same calls with the same seeds and thread count, so
 the results are the same as on threads, bit for bit.
 
+A call may name modules its worker must load first (scikit-learn for the classic attackers,
+about a second and a half of CPU): the worker imports them and then limits the native thread
+pools they bring, as ``attacker_threads`` does for the pools loaded before it. The audit sends
+all such fits to one worker, so one process pays for the import while the other fits.
+
 Forking is used only where it is safe: on Linux, for CPU fits, before CUDA is initialised
 (a forked child cannot use the parent's CUDA context).
 """
@@ -17,17 +22,18 @@ from __future__ import annotations
 
 import os
 import pickle
-import queue
 import sys
 import traceback
 import warnings
+from collections.abc import Sequence
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
 from typing import Any, Callable
 
 import torch
+from threadpoolctl import threadpool_limits
 
-from galfast.audit.threads import attacker_threads
+from galfast.audit.threads import attacker_threads, load_modules
 
 __all__ = ["ForkedWorkers", "forking_is_safe"]
 
@@ -38,26 +44,32 @@ def forking_is_safe() -> bool:
 
 
 class ForkedWorkers:
-    """``count`` forked processes running ``call``-ed functions with ``threads`` intra-op
-    threads each. ``call`` may be used from several threads at once (each waits for an idle
-    worker, so at most ``count`` calls run at a time)."""
+    """``count`` forked processes, numbered from 0, running ``call``-ed functions with
+    ``threads`` intra-op threads each. Calls to different workers may run at once from
+    different threads; one worker takes one call at a time (the caller keeps to that)."""
 
     def __init__(self, count: int, threads: int) -> None:
-        self._idle: queue.SimpleQueue = queue.SimpleQueue()
         self._workers: list[tuple[int, Connection]] = []
         try:
             for _ in range(count):
-                worker = _fork_worker(threads)
-                self._workers.append(worker)
-                self._idle.put(worker)
+                self._workers.append(_fork_worker(threads))
         except BaseException:
             self.close()
             raise
 
-    def call(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> Any:
-        """``fn(*args, **kwargs)`` in a worker: its result, or its exception raised here."""
-        payload = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
-        pid, conn = worker = self._idle.get()
+    def call(
+        self,
+        worker: int,
+        fn: Callable[..., Any],
+        args: tuple,
+        kwargs: dict,
+        modules: Sequence[str] = (),
+    ) -> Any:
+        """``fn(*args, **kwargs)`` in worker ``worker``, after it has loaded ``modules``: its
+        result, or its exception raised here."""
+        request = (tuple(modules), fn, args, kwargs)
+        payload = pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL)
+        pid, conn = self._workers[worker]
         try:
             conn.send_bytes(payload)
             ok, value = pickle.loads(conn.recv_bytes())
@@ -65,8 +77,6 @@ class ForkedWorkers:
             raise RuntimeError(
                 f"an audit worker process (pid {pid}) died while fitting an attacker"
             ) from error
-        finally:
-            self._idle.put(worker)
         if not ok:
             raise value
         return value
@@ -103,6 +113,7 @@ def _fork_worker(threads: int) -> tuple[int, Connection]:
 
 
 def _serve(conn: Connection, threads: int) -> None:
+    limits = []  # the native pools' limits, kept for the process's life
     with attacker_threads(threads):
         while True:
             try:
@@ -110,7 +121,9 @@ def _serve(conn: Connection, threads: int) -> None:
             except EOFError:
                 return
             try:
-                fn, args, kwargs = pickle.loads(request)
+                modules, fn, args, kwargs = pickle.loads(request)
+                if load_modules(modules):
+                    limits.append(threadpool_limits(limits=threads))
                 reply: tuple[bool, Any] = (True, fn(*args, **kwargs))
             except BaseException as error:  # handed to the caller
                 reply = (False, error)

@@ -9,19 +9,20 @@ elsewhere threads, whose fits share the GIL for the Python between their ATen ca
 
 from __future__ import annotations
 
-import heapq
 import itertools
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 import torch
+from threadpoolctl import threadpool_limits
 
 from galfast.audit.forked_workers import ForkedWorkers, forking_is_safe
-from galfast.audit.threads import attacker_threads
+from galfast.audit.threads import attacker_threads, load_modules
 
 __all__ = ["Jobs", "default_workers", "seeded_init"]
 
@@ -53,6 +54,12 @@ class Jobs:
     audit hands out all its fits at once, and starting the longest first lets the workers
     finish together instead of one waiting on a long fit started last.
 
+    Calls submitted with the same ``affinity`` all run on one worker (the first to take one of
+    them; it takes no other call of theirs while busy, the other workers skip them), after it
+    has loaded their ``modules``. On forked workers that is one process importing a module
+    that the others never need (on threads the caller loads ``modules`` before the pools are
+    limited, see ``attacker_threads``).
+
     ``processes``: whether the workers are forked processes (:mod:`galfast.audit.forked_workers`;
     no GIL shared between fits) or threads; None picks processes where forking is safe. A
     process worker is forked at the first ``submit``; the calls and their arguments must then
@@ -61,17 +68,32 @@ class Jobs:
     def __init__(self, workers: int, threads: int, processes: Optional[bool] = None) -> None:
         self._threads = threads
         self._pool: Optional[ThreadPoolExecutor] = None
-        self._queue: list[tuple[float, int, Callable[..., Any], tuple, dict, Future]] = []
+        self._queue: list[_Call] = []
         self._queue_lock = threading.Lock()
         self._order = itertools.count()
         self._workers = workers
+        self._free = list(range(workers))  # the workers not running a call
+        self._bound: dict[str, int] = {}  # affinity -> its worker
+        self._limits: list = []  # native pools limited after a call loaded them
         self._processes = forking_is_safe() if processes is None else processes
         self._forked: Optional[ForkedWorkers] = None
         if workers > 1:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="galfast-audit")
 
+    @property
+    def forks(self) -> bool:
+        """Whether the workers are (or will be, at the first submit) forked processes."""
+        return self._pool is not None and self._processes
+
     def submit(
-        self, fn: Callable[..., Any], /, *args: Any, cost: float = 0.0, **kwargs: Any
+        self,
+        fn: Callable[..., Any],
+        /,
+        *args: Any,
+        cost: float = 0.0,
+        affinity: Optional[str] = None,
+        modules: Sequence[str] = (),
+        **kwargs: Any,
     ) -> Future:
         """``fn(*args, **kwargs)``'s future; ``cost``: its expected run time, in any unit
         shared by the calls (see :mod:`galfast.audit.job_costs`)."""
@@ -86,40 +108,94 @@ class Jobs:
                 self._forked = ForkedWorkers(self._workers, self._threads)
             except OSError:  # no memory or process left to fork: threads give the same
                 self._processes = False
+        call = _Call(-cost, next(self._order), fn, args, kwargs, done, affinity, tuple(modules))
         with self._queue_lock:
-            heapq.heappush(self._queue, (-cost, next(self._order), fn, args, kwargs, done))
-        # One pool task per queued call: each runs whichever call is the costliest then.
+            self._queue.append(call)
+        # One pool task per queued call, and one more after each call ends: a task runs the
+        # costliest call a free worker may take then, or nothing.
         self._pool.submit(self._run_next)
         return done
 
+    def _take(self) -> Optional[tuple[_Call, int]]:
+        """The costliest queued call a free worker may run, and that worker (under the lock)."""
+        if not self._free:
+            return None
+        # An unbound affinity (or none) may run on any free worker, a bound one on its own.
+        runnable = [
+            c for c in self._queue if self._bound.get(c.affinity, self._free[0]) in self._free
+        ]
+        if not runnable:
+            return None
+        call = min(runnable, key=lambda c: (c.rank, c.order))
+        self._queue.remove(call)
+        if call.affinity in self._bound:
+            worker = self._bound[call.affinity]
+        else:
+            # Keep the workers that other calls are bound to for those calls.
+            unbound = [w for w in self._free if w not in self._bound.values()]
+            worker = (unbound or self._free)[0]
+            if call.affinity is not None:
+                self._bound[call.affinity] = worker
+        self._free.remove(worker)
+        return call, worker
+
     def _run_next(self) -> None:
         with self._queue_lock:
-            *_, fn, args, kwargs, done = heapq.heappop(self._queue)
-        if not done.set_running_or_notify_cancel():
+            taken = self._take()
+        if taken is None:
             return
+        call, worker = taken
         try:
-            result = self._call(fn, args, kwargs)
-        except BaseException as error:  # handed to whoever waits on the future
-            done.set_exception(error)
-        else:
-            done.set_result(result)
+            if not call.done.set_running_or_notify_cancel():
+                return
+            try:
+                result = self._call(call, worker)
+            except BaseException as error:  # handed to whoever waits on the future
+                call.done.set_exception(error)
+            else:
+                call.done.set_result(result)
+        finally:
+            with self._queue_lock:
+                self._free.append(worker)
+                self._free.sort()
+                pending = bool(self._queue)
+            if pending:  # a call waiting for this worker (its affinity) may run now
+                self._pool.submit(self._run_next)
 
-    def _call(self, fn, args, kwargs):
+    def _call(self, call: _Call, worker: int) -> Any:
         if self._forked is not None:
-            return self._forked.call(fn, args, kwargs)
+            return self._forked.call(worker, call.fn, call.args, call.kwargs, call.modules)
         # OpenMP's thread count is per thread: set it in each worker, not only the caller.
         with attacker_threads(self._threads):
-            return fn(*args, **kwargs)
+            if load_modules(call.modules):  # not loaded by the caller (a failed fork)
+                with self._queue_lock:
+                    self._limits.append(threadpool_limits(limits=self._threads))
+            return call.fn(*call.args, **call.kwargs)
 
     def close(self) -> None:
         """Waits for the running calls, drops the queued ones (after an error) and ends the
         worker processes."""
         if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
             with self._queue_lock:
-                for *_, done in self._queue:
-                    done.cancel()
-                self._queue.clear()
+                dropped, self._queue = self._queue, []
+            for call in dropped:
+                call.done.cancel()
+            self._pool.shutdown(wait=True, cancel_futures=True)
         if self._forked is not None:
             self._forked.close()
             self._forked = None
+        for limits in self._limits:
+            limits.restore_original_limits()
+        self._limits.clear()
+
+
+@dataclass
+class _Call:
+    rank: float  # minus the cost: the smallest runs first
+    order: int
+    fn: Callable[..., Any]
+    args: tuple
+    kwargs: dict
+    done: Future
+    affinity: Optional[str]
+    modules: tuple[str, ...]
