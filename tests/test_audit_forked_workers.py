@@ -4,11 +4,14 @@ no process left behind."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import subprocess
 import sys
 
 import pytest
 import torch
+from same_galfast import GALFAST_PARENT, same_galfast_env
 
 from galfast.audit.forked_workers import ForkedWorkers, forking_is_safe
 from galfast.audit.jobs import Jobs
@@ -194,3 +197,37 @@ def test_calls_with_one_affinity_share_a_process_that_loads_their_modules():
         assert module not in sys.modules
     finally:
         jobs.close()
+
+
+_POOLS_IN_A_WORKER = """
+import json, sys
+import threadpoolctl, torch
+from galfast.audit.jobs import Jobs
+def pool_threads():
+    return {i["filepath"]: i["num_threads"] for i in threadpoolctl.threadpool_info()}
+assert "sklearn" not in sys.modules
+jobs = Jobs(2, 1, processes=True)
+try:
+    seen = jobs.submit(pool_threads, affinity="sk", modules=("sklearn.ensemble",)).result()
+finally:
+    jobs.close()
+print(json.dumps([seen, "sklearn" in sys.modules]))
+"""
+
+
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="pools default to one thread here")
+def test_pools_a_worker_loads_for_a_call_are_limited():
+    # In a fresh process: the worker loads scikit-learn (and the OpenMP and BLAS libraries it
+    # brings, whose pools start at one thread per core) for the call, and limits them first.
+    pytest.importorskip("sklearn")
+    out = subprocess.run(
+        [sys.executable, "-c", _POOLS_IN_A_WORKER],
+        cwd=GALFAST_PARENT,
+        env=same_galfast_env(),
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    seen, parent_loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    assert any("scikit_learn" in path for path in seen)
+    assert set(seen.values()) == {1} and not parent_loaded
