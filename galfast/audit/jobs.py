@@ -54,11 +54,11 @@ class Jobs:
     audit hands out all its fits at once, and starting the longest first lets the workers
     finish together instead of one waiting on a long fit started last.
 
-    Calls submitted with the same ``affinity`` all run on one worker (the first to take one of
-    them; it takes no other call of theirs while busy, the other workers skip them), after it
-    has loaded their ``modules``. On forked workers that is one process importing a module
-    that the others never need (on threads the caller loads ``modules`` before the pools are
-    limited, see ``attacker_threads``).
+    Calls submitted with the same ``affinity`` all run on one worker, whichever takes the first
+    of them: while it is busy they wait, and the other workers leave them. It loads their
+    ``modules`` first (and limits the native pools they bring): on forked workers one process
+    imports what the others never need. (On threads the caller should load ``modules`` before
+    ``attacker_threads`` limits the pools; a worker thread loads what is still missing.)
 
     ``processes``: whether the workers are forked processes (:mod:`galfast.audit.forked_workers`;
     no GIL shared between fits) or threads; None picks processes where forking is safe. A
