@@ -14,9 +14,8 @@ minimum of each over all rounds is reported, so a loaded machine inflates both s
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
+
+from checkout_runs import alternate
 
 # Runs inside each build's checkout: prints one JSON line.
 _MEASURE = """
@@ -55,18 +54,6 @@ print(json.dumps(dict(first_epoch_s=epochs[0], step_ms=1e3 * steps[len(steps) //
 """
 
 
-def measure(checkout: str, encoder: str, epochs: int) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", _MEASURE.format(encoder=encoder, epochs=epochs)],
-        cwd=checkout,
-        env={"PYTHONPATH": checkout, "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkouts", nargs="+")
@@ -74,16 +61,10 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3, help="per process (>= 2)")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    best: dict[str, dict] = {}
-    for _ in range(args.rounds):
-        for checkout in args.checkouts:
-            result = measure(checkout, args.encoder, max(args.epochs, 2))
-            previous = best.setdefault(checkout, result)
-            for key in ("first_epoch_s", "step_ms", "step_min_ms", "train_s"):
-                previous[key] = min(previous[key], result[key])
-            print(checkout, json.dumps(result), flush=True)
-    for checkout, result in best.items():
-        print("best", checkout, json.dumps(result))
+    code = _MEASURE.format(encoder=args.encoder, epochs=max(args.epochs, 2))
+    alternate(
+        args.checkouts, args.rounds, code, ("first_epoch_s", "step_ms", "step_min_ms", "train_s")
+    )
 
 
 if __name__ == "__main__":

@@ -14,9 +14,8 @@ fresh process at one thread and reports the median CPU time of each phase over i
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
-import sys
+
+from checkout_runs import alternate
 
 # Runs inside each checkout: prints one JSON line of per-phase medians in microseconds.
 _MEASURE = """
@@ -58,33 +57,13 @@ print(json.dumps(medians))
 """
 
 
-def measure(checkout: str) -> dict:
-    out = subprocess.run(
-        [sys.executable, "-c", _MEASURE],
-        cwd=checkout,
-        env={"PYTHONPATH": checkout, "OMP_NUM_THREADS": "1", "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("checkouts", nargs="+")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
-    best: dict[str, dict] = {}
-    for _ in range(args.rounds):
-        for checkout in args.checkouts:
-            result = measure(checkout)
-            previous = best.setdefault(checkout, result)
-            for key, value in result.items():
-                previous[key] = min(previous[key], value)
-            print(checkout, json.dumps({k: round(v, 1) for k, v in result.items()}), flush=True)
-    for checkout, result in best.items():
-        print("best", checkout, json.dumps({k: round(v, 1) for k, v in result.items()}))
+    phases = ("encode", "head", "loss", "zero_grad", "backward", "step", "total")
+    alternate(args.checkouts, args.rounds, _MEASURE, phases, digits=1)
 
 
 if __name__ == "__main__":
