@@ -1,8 +1,9 @@
 // AVX-512 n-hop walks for paper and simple modes on int32 adjacencies, chosen at run time by
 // sample_nhop_cpu.cpp where the CPU has AVX-512F/BW/DQ/VL; the same draws as
-// sample_nhop_block.h, so the results are identical bit for bit. Only the functions marked
-// GALFAST_AVX512 use those instructions (a function attribute, not a build flag, so no inline
-// function shared with the baseline code is compiled for AVX-512).
+// sample_nhop_block.h, so the results are identical bit for bit. The random neighbour reads go
+// to the 16-bit copy of out_nbr where the caller passes one (SampleNhopParams::out_nbr16).
+// Only the functions marked GALFAST_AVX512 use those instructions (a function attribute, not a
+// build flag, so no inline function shared with the baseline code is compiled for AVX-512).
 //
 // Thread mapping: a thread walks a range of walks in blocks of kBlock, hop-major, 16 walks per
 // vector lane group. Per hop, one loop over the block gathers each walk's drawn neighbour
@@ -55,6 +56,34 @@ GALFAST_AVX512 inline __mmask16 lanes_below(int count) {
   return count >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
 }
 
+// The random reads of out_nbr[slot], 16 lanes at a time, from the int32 array itself.
+struct Neighbours32 {
+  const int32_t* nbr;
+
+  // out_nbr[slot] in the live lanes, -1 in the others.
+  GALFAST_AVX512 __m512i gather(__m512i slot, __mmask16 live) const {
+    return _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), live, slot, nbr, 4);
+  }
+  const void* address(int32_t slot) const { return nbr + slot; }
+};
+
+// The same reads from the 16-bit copy. Each lane gathers the aligned 32-bit word holding its
+// id (so no read straddles two cache lines) and takes the half its slot's parity selects; the
+// copy is padded to an even count, so the word of the last slot lies inside it.
+struct Neighbours16 {
+  const uint16_t* nbr;
+
+  GALFAST_AVX512 __m512i gather(__m512i slot, __mmask16 live) const {
+    const __m512i word = _mm512_mask_i32gather_epi32(
+        _mm512_setzero_si512(), live, _mm512_srli_epi32(slot, 1), nbr, 4);
+    const __m512i shift = _mm512_slli_epi32(_mm512_and_si512(slot, _mm512_set1_epi32(1)), 4);
+    return _mm512_mask_and_epi32(_mm512_set1_epi32(-1), live, _mm512_srlv_epi32(word, shift),
+                                 _mm512_set1_epi32(0xFFFF));
+  }
+  const void* address(int32_t slot) const { return nbr + slot; }
+};
+
+template <typename Neighbours>
 class SimdBlockWalker {
  public:
   // 128 walks of prefetched lines (8 KiB) stay in the L1 cache beside the row offsets until
@@ -63,9 +92,10 @@ class SimdBlockWalker {
   static constexpr int kBlock = 128;
 
   GALFAST_AVX512 SimdBlockWalker(const SampleNhopParams& p, const WalkGraph<int32_t>& g,
-                                 bool offsets_cached)
+                                 Neighbours neighbours, bool offsets_cached)
       : p_(p),
         g_(g),
+        neighbours_(neighbours),
         first_blocked_(first_blocked(p.mode)),
         offsets_cached_(offsets_cached),
         num_nodes_(_mm512_set1_epi64(p.num_nodes)) {}
@@ -174,7 +204,7 @@ class SimdBlockWalker {
     _mm512_store_si512(block.slot + j, slot);
     // all 16 lanes, past the block's end too: a prefetch never faults, and a fixed count
     // saves a compare per lane
-    for (int l = 0; l < kLanes; ++l) prefetch_line(g_.out_nbr + block.slot[j + l]);
+    for (int l = 0; l < kLanes; ++l) prefetch_line(neighbours_.address(block.slot[j + l]));
   }
 
   // Lanes j .. j + 15 read the neighbour in their slot of hop `hop` (prefetched), redraw the
@@ -182,7 +212,7 @@ class SimdBlockWalker {
   GALFAST_AVX512 __m512i take(Block& block, int j, __mmask16 m, int hop) {
     const __m512i slot = _mm512_load_si512(block.slot + j);
     const __mmask16 live = _mm512_mask_cmpge_epi32_mask(m, slot, _mm512_setzero_si512());
-    __m512i node = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), live, slot, g_.out_nbr, 4);
+    __m512i node = neighbours_.gather(slot, live);
     __mmask16 blocked = 0;
     for (int h = first_blocked_; h <= hop; ++h) {
       blocked |=
@@ -268,6 +298,7 @@ class SimdBlockWalker {
 
   const SampleNhopParams& p_;
   const WalkGraph<int32_t>& g_;
+  const Neighbours neighbours_;
   const int first_blocked_;
   const bool offsets_cached_;
   const __m512i num_nodes_;
@@ -284,7 +315,10 @@ bool supported() {
 
 bool walk_blocks(const SampleNhopParams& p, const WalkGraph<int32_t>& g, int64_t begin, int64_t end,
                  bool offsets_cached) {
-  return SimdBlockWalker(p, g, offsets_cached).run(begin, end);
+  if (p.out_nbr16 != nullptr) {
+    return SimdBlockWalker<Neighbours16>(p, g, {p.out_nbr16}, offsets_cached).run(begin, end);
+  }
+  return SimdBlockWalker<Neighbours32>(p, g, {g.out_nbr}, offsets_cached).run(begin, end);
 }
 
 }  // namespace avx512
