@@ -74,8 +74,8 @@ struct Neighbours16 {
   const uint16_t* nbr;
 
   GALFAST_AVX512 __m512i gather(__m512i slot, __mmask16 live) const {
-    const __m512i word = _mm512_mask_i32gather_epi32(
-        _mm512_setzero_si512(), live, _mm512_srli_epi32(slot, 1), nbr, 4);
+    const __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live,
+                                                     _mm512_srli_epi32(slot, 1), nbr, 4);
     const __m512i shift = _mm512_slli_epi32(_mm512_and_si512(slot, _mm512_set1_epi32(1)), 4);
     return _mm512_mask_and_epi32(_mm512_set1_epi32(-1), live, _mm512_srlv_epi32(word, shift),
                                  _mm512_set1_epi32(0xFFFF));
