@@ -36,6 +36,13 @@ namespace {
 
 constexpr int kLanes = 16;
 
+// A call whose ends outgrow the L2 cache writes them with non-temporal stores: a normal store
+// first reads its line, and those reads compete with the walks' random reads for the core's
+// line fill buffers (1M 1-hop walks on the MovieLens-size graph: about 1.25x faster;
+// docs/benchmarks.md, "n-hop sampler: 16-bit neighbour ids"). Smaller calls, such as a GAL
+// training batch of 6,040 walks, keep normal stores, so the caller finds its ends in the cache.
+constexpr int64_t kStreamedEndsBytes = 2 << 20;
+
 // walk_random::mix64 on 8 lanes.
 GALFAST_AVX512 inline __m512i mix64(__m512i z) {
   z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
@@ -98,6 +105,7 @@ class SimdBlockWalker {
         neighbours_(neighbours),
         first_blocked_(first_blocked(p.mode)),
         offsets_cached_(offsets_cached),
+        stream_ends_(p.num_walks * static_cast<int64_t>(sizeof(int64_t)) >= kStreamedEndsBytes),
         num_nodes_(_mm512_set1_epi64(p.num_nodes)) {}
 
   // Walks [begin, end) of the batch; false (and nothing walked after it) where a block holds a
@@ -260,6 +268,13 @@ class SimdBlockWalker {
     const __mmask16 m = lanes_below(block.n - j);
     const __m512i node = take(block, j, m, p_.hops - 1);
     int64_t* end = p_.end + block.begin + j;
+    if (stream_ends_ && m == 0xFFFF && reinterpret_cast<uintptr_t>(end) % 64 == 0) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(end),
+                          _mm512_cvtepi32_epi64(_mm512_castsi512_si256(node)));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(end + 8),
+                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(node, 1)));
+      return;
+    }
     _mm512_mask_storeu_epi64(end, m & 0xFF, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(node)));
     _mm512_mask_storeu_epi64(end + 8, m >> 8,
                              _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(node, 1)));
@@ -301,6 +316,7 @@ class SimdBlockWalker {
   const Neighbours neighbours_;
   const int first_blocked_;
   const bool offsets_cached_;
+  const bool stream_ends_;
   const __m512i num_nodes_;
   Block blocks_[2];
 };
@@ -315,10 +331,12 @@ bool supported() {
 
 bool walk_blocks(const SampleNhopParams& p, const WalkGraph<int32_t>& g, int64_t begin, int64_t end,
                  bool offsets_cached) {
-  if (p.out_nbr16 != nullptr) {
-    return SimdBlockWalker<Neighbours16>(p, g, {p.out_nbr16}, offsets_cached).run(begin, end);
-  }
-  return SimdBlockWalker<Neighbours32>(p, g, {g.out_nbr}, offsets_cached).run(begin, end);
+  const bool ok =
+      p.out_nbr16 != nullptr
+          ? SimdBlockWalker<Neighbours16>(p, g, {p.out_nbr16}, offsets_cached).run(begin, end)
+          : SimdBlockWalker<Neighbours32>(p, g, {g.out_nbr}, offsets_cached).run(begin, end);
+  _mm_sfence();  // the streamed ends are visible before the caller reads them
+  return ok;
 }
 
 }  // namespace avx512
