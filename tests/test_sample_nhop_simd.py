@@ -41,7 +41,7 @@ def assert_same(a, b):
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_simd_and_baseline_walks_agree(name, mode, hops):
     graph, _ = GRAPHS[name]()
-    # 1,000 + a few walks: several blocks of 128, a last block and lane group cut short
+    # 1,000 + a few walks: several blocks of 64, a last block and lane group cut short
     starts = torch.tensor(all_starts(graph.num_nodes, 3 + 1000 // graph.num_nodes)[:1003])
     for offset in (0, 1, 2**40 + 7):  # an odd offset starts every block mid-pair
         fast, baseline = both_builds(
@@ -52,7 +52,7 @@ def test_simd_and_baseline_walks_agree(name, mode, hops):
         assert_same(fast, baseline)
 
 
-@pytest.mark.parametrize("count", [1, 15, 16, 17, 127, 128, 129, 255, 257])
+@pytest.mark.parametrize("count", [1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 257])
 def test_partial_groups_and_blocks(count):
     graph, _ = GRAPHS["hub"]()
     starts = torch.tensor(all_starts(graph.num_nodes, 1)[:count])
@@ -96,7 +96,7 @@ def test_row_offsets_beyond_the_cache():
     assert_same(fast, baseline)
 
 
-@pytest.mark.parametrize("bad_walk", [0, 5, 128, 129, 4999])
+@pytest.mark.parametrize("bad_walk", [0, 5, 64, 65, 128, 129, 4999])
 @pytest.mark.parametrize("bad_value", [-1, 40, 2**40])
 def test_out_of_range_start_is_named_by_both_builds(bad_walk, bad_value):
     graph, _ = GRAPHS["undirected"]()
