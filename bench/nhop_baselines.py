@@ -10,7 +10,9 @@ off the path; fail when none is left; -1 marks a failed walk):
 * `numba_splitmix_gather_nhop`: counter-based draws (one SplitMix64 hash per draw, no
   generator state), and hop-major blocks of 512 walks whose random reads are gathered in a
   loop of their own, so the core overlaps them (2-3x `numba_nhop`; docs/benchmarks.md,
-  "n-hop sampler against a splitmix64 peer");
+  "n-hop sampler against a splitmix64 peer"); the ends of a large batch are written with
+  non-temporal stores, as galfast writes them (faster at 1 hop; not in the prefetching
+  version below, where they measured slower);
 * `numba_splitmix_nhop`: the fastest numba peer we could write, the same walks and results as
   the gather version, in blocks of 128 walks: each draw prefetches its slot (LLVM's prefetch
   through a numba intrinsic), one loop per hop reads, checks and draws, and the loop that ends
@@ -18,8 +20,9 @@ off the path; fail when none is left; -1 marks a failed walk):
   sampler: AVX-512 walks against a prefetching peer").
 
 `reads_only` is no sampler but a floor under every 1-hop one: it only reads each walk's
-neighbour from slots drawn beforehand (`one_hop_slots`) and writes it out as int64, the random
-reads and the streams a 1-hop walk cannot avoid, in one loop the core overlaps freely.
+neighbour from slots drawn beforehand (`one_hop_slots`) and writes it out as int64 (streamed,
+as above, when large), the random reads and the streams a 1-hop walk cannot avoid, in one loop
+the core overlaps freely.
 """
 
 from __future__ import annotations
@@ -132,6 +135,15 @@ def _numba_splitmix_kernel():
     mul1, mul2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
     s27, s30, s31, s32 = np.uint64(27), np.uint64(30), np.uint64(31), np.uint64(32)
 
+    stream = _stream_intrinsic()
+
+    @njit(inline="always")
+    def store(out, i, value, streamed):
+        if streamed:
+            stream(out, i, value)
+        else:
+            out[i] = value
+
     @njit(inline="always")
     def mix(z):
         z = (z ^ (z >> s30)) * mul1
@@ -175,7 +187,7 @@ def _numba_splitmix_kernel():
         return -1
 
     @njit(parallel=True, cache=False)
-    def walk(ptr, nbr, starts, hops, seed, out):
+    def walk(ptr, nbr, starts, hops, seed, out, streamed):
         num_walks = starts.shape[0]
         key = mix(np.uint64(seed))
         for b in prange((num_walks + block - 1) // block):
@@ -211,7 +223,7 @@ def _numba_splitmix_kernel():
                             ptr, nbr, path, j, hop, first, key, walk_number, kk, vv
                         )
             for j in range(n):
-                out[lo + j] = path[hops, j]
+                store(out, lo + j, path[hops, j], streamed)
 
     prefetch = _prefetch_intrinsic()
     small_block = 128  # the prefetched lines of a block stay in L1 until read
@@ -281,6 +293,33 @@ def _numba_splitmix_kernel():
     return walk, walk_prefetched
 
 
+def _stream_intrinsic():
+    """stream(array, i, value): array[i] = value as a non-temporal store (LLVM's !nontemporal,
+    movnti on x86), which writes the line without reading it first, as galfast's kernel writes
+    the ends of a large batch."""
+    from llvmlite import ir
+    from numba import types
+    from numba.core import cgutils
+    from numba.extending import intrinsic
+
+    @intrinsic
+    def stream(typingctx, array, index, value):
+        def codegen(context, builder, signature, args):
+            array_type = signature.args[0]
+            array_value = context.make_array(array_type)(context, builder, args[0])
+            address = cgutils.get_item_pointer(
+                context, builder, array_type, array_value, [args[1]], wraparound=False
+            )
+            item = context.cast(builder, args[2], signature.args[2], array_type.dtype)
+            store = builder.store(item, address)
+            store.set_metadata("nontemporal", builder.module.add_metadata([ir.IntType(32)(1)]))
+            return context.get_dummy_value()
+
+        return types.void(array, index, value), codegen
+
+    return stream
+
+
 def _prefetch_intrinsic():
     """prefetch(array, i): LLVM's prefetch of array[i] into L1 (numba has no such call)."""
     from llvmlite import ir
@@ -311,6 +350,12 @@ def _prefetch_intrinsic():
 
 
 _SPLITMIX_KERNELS = None
+# Outputs from this size on are written with non-temporal stores (as galfast's kernel does).
+STREAMED_BYTES = 2 << 20
+
+
+def _streamed(out: np.ndarray) -> bool:
+    return out.nbytes >= STREAMED_BYTES
 
 
 def _splitmix_kernels():
@@ -337,7 +382,7 @@ def numba_splitmix_gather_nhop(
     """The same walks (same results) with the reads of a hop in a gather loop of their own
     instead of prefetches: the previous peer, kept to show what the prefetches gain."""
     out = np.empty(starts.shape[0], np.int64)
-    _splitmix_kernels()[0](ptr, nbr, starts, hops, seed, out)
+    _splitmix_kernels()[0](ptr, nbr, starts, hops, seed, out, _streamed(out))
     return out
 
 
@@ -357,12 +402,18 @@ def reads_only(nbr: np.ndarray, slots: np.ndarray) -> np.ndarray:
     if _READS_KERNEL is None:
         from numba import njit
 
+        stream = _stream_intrinsic()
+
         @njit(cache=False)
-        def gather(nbr, slots, out):
-            for i in range(slots.shape[0]):
-                out[i] = nbr[slots[i]]
+        def gather(nbr, slots, out, streamed):
+            if streamed:
+                for i in range(slots.shape[0]):
+                    stream(out, i, nbr[slots[i]])
+            else:
+                for i in range(slots.shape[0]):
+                    out[i] = nbr[slots[i]]
 
         _READS_KERNEL = gather
     out = np.empty(slots.shape[0], np.int64)
-    _READS_KERNEL(nbr, slots, out)
+    _READS_KERNEL(nbr, slots, out, _streamed(out))
     return out

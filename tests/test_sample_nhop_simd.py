@@ -2,9 +2,9 @@
 AVX-512F/BW/DQ/VL and the adjacency is int32) and the baseline ones, bit for bit, on every
 awkward shape their lanes and blocks meet: partial lane groups and blocks, walk numbers that
 start a block in the middle of a hash pair, redraws, failed walks, row offsets too large for the
-cache, and out-of-range starts anywhere in the batch. On a CPU without AVX-512 both runs take
-the baseline path and the comparison is trivially true; tests/test_sample_nhop.py checks
-whichever path runs against the Python reference."""
+cache, out-of-range starts anywhere in the batch, and the non-temporal stores of a large call's
+ends. On a CPU without AVX-512 both runs take the baseline path and the comparison is trivially
+true; tests/test_sample_nhop.py checks whichever path runs against the Python reference."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from test_sample_nhop import GRAPHS, SEED, all_starts
 from galfast import Graph
 from galfast._native import _C
 from galfast.ops import sample_nhop
+from galfast.ops.sample_nhop import walk_adjacency, walk_neighbours16
 
 
 def both_builds(run):
@@ -40,7 +41,7 @@ def assert_same(a, b):
 @pytest.mark.parametrize("name", list(GRAPHS))
 def test_simd_and_baseline_walks_agree(name, mode, hops):
     graph, _ = GRAPHS[name]()
-    # 1,000 + a few walks: several blocks of 128, a last block and lane group cut short
+    # 1,000 + a few walks: several blocks of 64, a last block and lane group cut short
     starts = torch.tensor(all_starts(graph.num_nodes, 3 + 1000 // graph.num_nodes)[:1003])
     for offset in (0, 1, 2**40 + 7):  # an odd offset starts every block mid-pair
         fast, baseline = both_builds(
@@ -51,7 +52,7 @@ def test_simd_and_baseline_walks_agree(name, mode, hops):
         assert_same(fast, baseline)
 
 
-@pytest.mark.parametrize("count", [1, 15, 16, 17, 127, 128, 129, 255, 257])
+@pytest.mark.parametrize("count", [1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 255, 257])
 def test_partial_groups_and_blocks(count):
     graph, _ = GRAPHS["hub"]()
     starts = torch.tensor(all_starts(graph.num_nodes, 1)[:count])
@@ -95,7 +96,7 @@ def test_row_offsets_beyond_the_cache():
     assert_same(fast, baseline)
 
 
-@pytest.mark.parametrize("bad_walk", [0, 5, 128, 129, 4999])
+@pytest.mark.parametrize("bad_walk", [0, 5, 64, 65, 128, 129, 4999])
 @pytest.mark.parametrize("bad_value", [-1, 40, 2**40])
 def test_out_of_range_start_is_named_by_both_builds(bad_walk, bad_value):
     graph, _ = GRAPHS["undirected"]()
@@ -111,3 +112,35 @@ def test_out_of_range_start_is_named_by_both_builds(bad_walk, bad_value):
             sample_nhop(graph, starts, 2, seed=SEED)
 
     both_builds(run)
+
+
+@pytest.mark.parametrize("hops", [1, 2])
+@pytest.mark.parametrize("shift", [0, 1, 8])
+def test_large_calls_stream_the_same_ends(hops, shift):
+    # A call of at least 2^18 walks writes its ends with non-temporal stores where a lane group
+    # is full and 64-byte aligned (masked stores elsewhere): the ends equal the baseline walks'
+    # and those of small calls (normal stores), for an output starting on or off a cache line.
+    graph, _ = GRAPHS["hub"]()
+    count = 300_007
+    starts = torch.from_numpy(np.random.default_rng(hops).integers(0, graph.num_nodes, count))
+    out = torch.full((count + shift,), -2, dtype=torch.long)
+    p = _C.SampleNhopParams()
+    adj = walk_adjacency(graph)
+    p.out_ptr, p.out_nbr, p.in_ptr, p.in_nbr = (t.data_ptr() for t in adj)
+    p.out_nbr16 = walk_neighbours16(graph).data_ptr()
+    p.starts, p.end = starts.data_ptr(), out[shift:].data_ptr()
+    p.num_nodes, p.num_walks, p.hops, p.seed = graph.num_nodes, count, hops, SEED
+    p.index_type = _C.IndexType.INT32
+    _C.sample_nhop_cpu(p)
+    assert (out[:shift] == -2).all()
+    before = _C.set_sample_nhop_simd(False)
+    try:
+        baseline = sample_nhop(graph, starts, hops, seed=SEED)
+    finally:
+        _C.set_sample_nhop_simd(before)
+    assert torch.equal(out[shift:], baseline)
+    pieces = [
+        sample_nhop(graph, starts[i : i + 1000], hops, seed=SEED, walk_offset=i)
+        for i in range(0, 20_000, 1000)
+    ]
+    assert torch.equal(out[shift : shift + 20_000], torch.cat(pieces))

@@ -63,6 +63,10 @@ struct SampleNhopParams {
   uint32_t first_attempt = 0;
   WalkMode mode = WalkMode::kPaper;
   IndexType index_type = IndexType::kInt64;
+  // Optional, CPU paper and simple walks: out_nbr as 16-bit ids (num_nodes <= 2^16), with one
+  // element of padding after an odd count. The AVX-512 walks read it instead of out_nbr: half
+  // the bytes per random read, so more of the array stays in the L2 cache. Null: unused.
+  const uint16_t* out_nbr16 = nullptr;
 };
 
 void sample_nhop_cpu(const SampleNhopParams& p);

@@ -1,8 +1,9 @@
 // AVX-512 n-hop walks for paper and simple modes on int32 adjacencies, chosen at run time by
 // sample_nhop_cpu.cpp where the CPU has AVX-512F/BW/DQ/VL; the same draws as
-// sample_nhop_block.h, so the results are identical bit for bit. Only the functions marked
-// GALFAST_AVX512 use those instructions (a function attribute, not a build flag, so no inline
-// function shared with the baseline code is compiled for AVX-512).
+// sample_nhop_block.h, so the results are identical bit for bit. The random neighbour reads go
+// to the 16-bit copy of out_nbr where the caller passes one (SampleNhopParams::out_nbr16).
+// Only the functions marked GALFAST_AVX512 use those instructions (a function attribute, not a
+// build flag, so no inline function shared with the baseline code is compiled for AVX-512).
 //
 // Thread mapping: a thread walks a range of walks in blocks of kBlock, hop-major, 16 walks per
 // vector lane group. Per hop, one loop over the block gathers each walk's drawn neighbour
@@ -35,6 +36,13 @@ namespace {
 
 constexpr int kLanes = 16;
 
+// A call whose ends outgrow the L2 cache writes them with non-temporal stores: a normal store
+// first reads its line, and those reads compete with the walks' random reads for the core's
+// line fill buffers (1M 1-hop walks on the MovieLens-size graph: about 1.25x faster;
+// docs/benchmarks.md, "n-hop sampler: 16-bit neighbour ids"). Smaller calls, such as a GAL
+// training batch of 6,040 walks, keep normal stores, so the caller finds its ends in the cache.
+constexpr int64_t kStreamedEndsBytes = 2 << 20;
+
 // walk_random::mix64 on 8 lanes.
 GALFAST_AVX512 inline __m512i mix64(__m512i z) {
   z = _mm512_xor_si512(z, _mm512_srli_epi64(z, 30));
@@ -55,19 +63,50 @@ GALFAST_AVX512 inline __mmask16 lanes_below(int count) {
   return count >= kLanes ? __mmask16(0xFFFF) : __mmask16((1u << count) - 1);
 }
 
+// The random reads of out_nbr[slot], 16 lanes at a time, from the int32 array itself.
+struct Neighbours32 {
+  const int32_t* nbr;
+
+  // out_nbr[slot] in the live lanes, -1 in the others.
+  GALFAST_AVX512 __m512i gather(__m512i slot, __mmask16 live) const {
+    return _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), live, slot, nbr, 4);
+  }
+  const void* address(int32_t slot) const { return nbr + slot; }
+};
+
+// The same reads from the 16-bit copy. Each lane gathers the aligned 32-bit word holding its
+// id (so no read straddles two cache lines) and takes the half its slot's parity selects; the
+// copy is padded to an even count, so the word of the last slot lies inside it.
+struct Neighbours16 {
+  const uint16_t* nbr;
+
+  GALFAST_AVX512 __m512i gather(__m512i slot, __mmask16 live) const {
+    const __m512i word = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live,
+                                                     _mm512_srli_epi32(slot, 1), nbr, 4);
+    const __m512i shift = _mm512_slli_epi32(_mm512_and_si512(slot, _mm512_set1_epi32(1)), 4);
+    return _mm512_mask_and_epi32(_mm512_set1_epi32(-1), live, _mm512_srlv_epi32(word, shift),
+                                 _mm512_set1_epi32(0xFFFF));
+  }
+  const void* address(int32_t slot) const { return nbr + slot; }
+};
+
+template <typename Neighbours>
 class SimdBlockWalker {
  public:
-  // 128 walks of prefetched lines (8 KiB) stay in the L1 cache beside the row offsets until
-  // read, and still queue far more reads than the core can have in flight (measured on the
-  // MovieLens-size graph: 64 and 128 alike, 256 and 512 slower).
-  static constexpr int kBlock = 128;
+  // 64 walks of prefetched lines (4 KiB) stay in the L1 cache beside the row offsets until
+  // read, and still queue more reads than the core can have in flight (measured on the
+  // MovieLens-size graph with 16-bit ids and streamed ends: 64 ahead of 128 by 2-13% at 1-4
+  // hops, 32 level with 64 at 1 hop and behind at 3-4, 256 and 512 slower).
+  static constexpr int kBlock = 64;
 
   GALFAST_AVX512 SimdBlockWalker(const SampleNhopParams& p, const WalkGraph<int32_t>& g,
-                                 bool offsets_cached)
+                                 Neighbours neighbours, bool offsets_cached)
       : p_(p),
         g_(g),
+        neighbours_(neighbours),
         first_blocked_(first_blocked(p.mode)),
         offsets_cached_(offsets_cached),
+        stream_ends_(p.num_walks * static_cast<int64_t>(sizeof(int64_t)) >= kStreamedEndsBytes),
         num_nodes_(_mm512_set1_epi64(p.num_nodes)) {}
 
   // Walks [begin, end) of the batch; false (and nothing walked after it) where a block holds a
@@ -174,7 +213,7 @@ class SimdBlockWalker {
     _mm512_store_si512(block.slot + j, slot);
     // all 16 lanes, past the block's end too: a prefetch never faults, and a fixed count
     // saves a compare per lane
-    for (int l = 0; l < kLanes; ++l) prefetch_line(g_.out_nbr + block.slot[j + l]);
+    for (int l = 0; l < kLanes; ++l) prefetch_line(neighbours_.address(block.slot[j + l]));
   }
 
   // Lanes j .. j + 15 read the neighbour in their slot of hop `hop` (prefetched), redraw the
@@ -182,7 +221,7 @@ class SimdBlockWalker {
   GALFAST_AVX512 __m512i take(Block& block, int j, __mmask16 m, int hop) {
     const __m512i slot = _mm512_load_si512(block.slot + j);
     const __mmask16 live = _mm512_mask_cmpge_epi32_mask(m, slot, _mm512_setzero_si512());
-    __m512i node = _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), live, slot, g_.out_nbr, 4);
+    __m512i node = neighbours_.gather(slot, live);
     __mmask16 blocked = 0;
     for (int h = first_blocked_; h <= hop; ++h) {
       blocked |=
@@ -230,6 +269,13 @@ class SimdBlockWalker {
     const __mmask16 m = lanes_below(block.n - j);
     const __m512i node = take(block, j, m, p_.hops - 1);
     int64_t* end = p_.end + block.begin + j;
+    if (stream_ends_ && m == 0xFFFF && reinterpret_cast<uintptr_t>(end) % 64 == 0) {
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(end),
+                          _mm512_cvtepi32_epi64(_mm512_castsi512_si256(node)));
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(end + 8),
+                          _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(node, 1)));
+      return;
+    }
     _mm512_mask_storeu_epi64(end, m & 0xFF, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(node)));
     _mm512_mask_storeu_epi64(end + 8, m >> 8,
                              _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(node, 1)));
@@ -268,8 +314,10 @@ class SimdBlockWalker {
 
   const SampleNhopParams& p_;
   const WalkGraph<int32_t>& g_;
+  const Neighbours neighbours_;
   const int first_blocked_;
   const bool offsets_cached_;
+  const bool stream_ends_;
   const __m512i num_nodes_;
   Block blocks_[2];
 };
@@ -284,7 +332,12 @@ bool supported() {
 
 bool walk_blocks(const SampleNhopParams& p, const WalkGraph<int32_t>& g, int64_t begin, int64_t end,
                  bool offsets_cached) {
-  return SimdBlockWalker(p, g, offsets_cached).run(begin, end);
+  const bool ok =
+      p.out_nbr16 != nullptr
+          ? SimdBlockWalker<Neighbours16>(p, g, {p.out_nbr16}, offsets_cached).run(begin, end)
+          : SimdBlockWalker<Neighbours32>(p, g, {g.out_nbr}, offsets_cached).run(begin, end);
+  _mm_sfence();  // the streamed ends are visible before the caller reads them
+  return ok;
 }
 
 }  // namespace avx512

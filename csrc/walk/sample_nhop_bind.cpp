@@ -25,6 +25,8 @@ void check(const SampleNhopParams& p) {
           "sample_nhop: pointers not set");
   require(p.mode != WalkMode::kExact || (p.in_ptr && p.in_nbr),
           "sample_nhop: exact mode needs in_ptr/in_nbr");
+  require(!p.out_nbr16 || (p.index_type == IndexType::kInt32 && p.num_nodes <= (int64_t(1) << 16)),
+          "sample_nhop: 16-bit neighbour ids need an int32 adjacency of at most 2^16 nodes");
   require(p.first_attempt == 0 || (p.mode == WalkMode::kExact && p.first_attempt <= p.max_retries),
           "sample_nhop: first_attempt must be 0, or at most max_retries in exact mode");
 }
@@ -55,6 +57,7 @@ void bind_sample_nhop(py::module_& m) {
       .def_readwrite("index_type", &SampleNhopParams::index_type);
   pointer_field(walk, "out_ptr", &SampleNhopParams::out_ptr);
   pointer_field(walk, "out_nbr", &SampleNhopParams::out_nbr);
+  pointer_field(walk, "out_nbr16", &SampleNhopParams::out_nbr16);
   pointer_field(walk, "in_ptr", &SampleNhopParams::in_ptr);
   pointer_field(walk, "in_nbr", &SampleNhopParams::in_nbr);
   pointer_field(walk, "starts", &SampleNhopParams::starts);
