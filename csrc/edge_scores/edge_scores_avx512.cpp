@@ -311,16 +311,18 @@ void forward(const EdgeScoresParams& p) {
 
 // Per-thread buffers of one chunk's backward.
 struct ChunkBuffers {
-  float* v;       // [blocks][dim][16]
-  float* scaled;  // [blocks][num_bases][dim][16]: dh_s u[i]
-  float* u;       // [dim][16]: the current block's u
-  float* dv;      // [dim][16]
-  float* dh;      // [num_bases][16]
-  float* g;       // [num_levels][16]
-  float* levels;  // [num_levels][num_bases][16]: grad_coefficients' lane-wise sums
+  float* v;        // [blocks][dim][16]
+  float* scaled;   // [blocks][num_bases][dim][16]: dh_s u[i]
+  float* u;        // [dim][16]: the current block's u
+  float* dv;       // [dim][16]
+  float* dh;       // [num_bases][16]
+  float* g;        // [num_levels][16]
+  float* levels;   // [num_levels][num_bases][16]: grad_coefficients' lane-wise sums
+  float* du_rows;  // [16][dim]: the current block's du rows, where grad_z is summed directly
+  float* dv_rows;  // [16][dim]
 
   static int64_t size(int64_t dim, int64_t num_bases, int64_t num_levels) {
-    return kLanes * (kBlocksPerChunk * dim * (1 + num_bases) + 2 * dim + num_bases + num_levels +
+    return kLanes * (kBlocksPerChunk * dim * (1 + num_bases) + 4 * dim + num_bases + num_levels +
                      num_levels * num_bases);
   }
 
@@ -332,6 +334,8 @@ struct ChunkBuffers {
     dh = dv + dim * kLanes;
     g = dh + num_bases * kLanes;
     levels = g + num_levels * kLanes;
+    du_rows = levels + num_levels * num_bases * kLanes;
+    dv_rows = du_rows + kLanes * dim;
   }
 };
 
@@ -405,9 +409,9 @@ inline void du_rows(const float* v, const float* dh, const float* columns, int64
   });
 }
 
-// The block's per-edge work: dh, h, dv, du (du and dv rows written edge-major at du_rows_at,
-// dv_rows_at), its grad_coefficients terms into b.levels and its scaled rows dh_s u[i] into
-// b.scaled (block `slot` of the chunk), its v into b.v.
+// The block's per-edge work: dh, h, dv, du (its 16 du and dv rows written edge-major at du_at,
+// dv_at), its grad_coefficients terms into b.levels and its scaled rows dh_s u[i] into b.scaled
+// (block `slot` of the chunk), its v into b.v.
 [[gnu::flatten]] void backward_block(const EdgeScoresParams& p, const float* columns, int64_t block,
                                      int64_t slot, const ChunkBuffers& b, float* du_at,
                                      float* dv_at) {
@@ -457,10 +461,10 @@ inline void du_rows(const float* v, const float* dh, const float* columns, int64
       _mm512_store_ps(scaled + i * kLanes, _mm512_mul_ps(g, _mm512_load_ps(b.u + i * kLanes)));
     }
   }
-  store_edge_major(b.dv, dim, dv_at + first * dim);
+  store_edge_major(b.dv, dim, dv_at);
   // b.u is free again: du goes through it.
   du_rows(v, b.dh, columns, num_bases, dim, b.u);
-  store_edge_major(b.u, dim, du_at + first * dim);
+  store_edge_major(b.u, dim, du_at);
 }
 
 // partial[s][i][j] = the sum of the 16 lanes of sum over the chunk's blocks of scaled_s[i] v[j],
@@ -505,36 +509,34 @@ inline void add_row(float* row, const float* add, int64_t dim) {
   }
 }
 
-// grad_z's rows [first, last): zero, then du_b into row src[b] and dv_b into row dst[b], for b
-// in increasing order (src's term first).
+// Adds du_b into row src[b] and dv_b into row dst[b] of grad_z where that row is in [first,
+// last), for the edges b in [begin, end) in increasing order (src's term first); du and dv hold
+// those edges' rows.
 template <typename I>
-[[gnu::flatten]] void scatter_rows(const EdgeScoresParams& p, const float* du, const float* dv,
-                                   int64_t first, int64_t last) {
+[[gnu::flatten]] void add_edge_rows(const EdgeScoresParams& p, const float* du, const float* dv,
+                                    int64_t begin, int64_t end, int64_t first, int64_t last) {
   const I* src = static_cast<const I*>(p.src);
   const I* dst = static_cast<const I*>(p.dst);
   float* grad_z = static_cast<float*>(p.grad_z);
   const int64_t dim = p.dim;
-  std::fill(grad_z + first * dim, grad_z + last * dim, 0.0f);
   const uint64_t span = static_cast<uint64_t>(last - first);
-  // The rows are random reads and writes, most missing L1: fetch them kAhead edges early.
-  constexpr int64_t kAhead = 8;
-  auto prefetch_row = [&](int64_t n) {
-    if (static_cast<uint64_t>(n - first) < span) {
-      _mm_prefetch(reinterpret_cast<const char*>(grad_z + n * dim), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(grad_z + n * dim + dim - 1), _MM_HINT_T0);
-    }
-  };
-  for (int64_t b = 0; b < p.num_edges; ++b) {
-    if (b + kAhead < p.num_edges) {
-      prefetch_row(static_cast<int64_t>(src[b + kAhead]));
-      prefetch_row(static_cast<int64_t>(dst[b + kAhead]));
-    }
+  for (int64_t b = begin; b < end; ++b) {
     // One unsigned compare tests first <= n < last.
     const uint64_t from = static_cast<uint64_t>(static_cast<int64_t>(src[b]) - first);
-    if (from < span)
-      add_row(grad_z + (first + static_cast<int64_t>(from)) * dim, du + b * dim, dim);
+    const float* rows = du + (b - begin) * dim;
+    if (from < span) add_row(grad_z + (first + static_cast<int64_t>(from)) * dim, rows, dim);
     const uint64_t to = static_cast<uint64_t>(static_cast<int64_t>(dst[b]) - first);
-    if (to < span) add_row(grad_z + (first + static_cast<int64_t>(to)) * dim, dv + b * dim, dim);
+    rows = dv + (b - begin) * dim;
+    if (to < span) add_row(grad_z + (first + static_cast<int64_t>(to)) * dim, rows, dim);
+  }
+}
+
+inline void add_edge_rows(const EdgeScoresParams& p, const float* du, const float* dv,
+                          int64_t begin, int64_t end, int64_t first, int64_t last) {
+  if (p.int32_ids) {
+    add_edge_rows<int32_t>(p, du, dv, begin, end, first, last);
+  } else {
+    add_edge_rows<int64_t>(p, du, dv, begin, end, first, last);
   }
 }
 
@@ -556,13 +558,19 @@ void backward(const EdgeScoresParams& p) {
   // Whole 64-byte lines per thread, so that every buffer stays aligned.
   const int64_t per_thread = (ChunkBuffers::size(dim, num_bases, num_levels) + 15) / 16 * 16;
   std::vector<float> fallback;
-  float* scratch =
-      scratch_memory(static_cast<size_t>(threads * per_thread + 2 * num_blocks * kLanes * dim +
-                                         num_chunks * (bases_size + levels_size)),
-                     fallback);
+  // One thread adds each block's du and dv rows to grad_z at once, in the order in which the
+  // threads' second phase would (and to the same sums): no [num_edges, dim] buffers to fill
+  // and read back.
+  const bool direct = threads == 1;
+  const int64_t rows_size = direct ? 0 : num_blocks * kLanes * dim;
+  float* scratch = scratch_memory(static_cast<size_t>(threads * per_thread + 2 * rows_size +
+                                                      num_chunks * (bases_size + levels_size)),
+                                  fallback);
   float* du = scratch + threads * per_thread;
-  float* dv = du + num_blocks * kLanes * dim;
-  float* partial_bases = dv + num_blocks * kLanes * dim;
+  float* dv = du + rows_size;
+  float* partial_bases = dv + rows_size;
+  float* grad_z = static_cast<float*>(p.grad_z);
+  if (direct) std::fill(grad_z, grad_z + p.num_nodes * dim, 0.0f);
   float* partial_levels = partial_bases + num_chunks * bases_size;
   ParallelErrors errors;
 #pragma omp parallel num_threads(threads) if (threads > 1)
@@ -578,7 +586,15 @@ void backward(const EdgeScoresParams& p) {
         const int64_t blocks = std::min(num_blocks, first_block + kBlocksPerChunk) - first_block;
         std::fill(b.levels, b.levels + levels_size * kLanes, 0.0f);
         for (int64_t slot = 0; slot < blocks; ++slot) {
-          backward_block(p, columns.data(), first_block + slot, slot, b, du, dv);
+          const int64_t first = (first_block + slot) * kLanes;
+          if (direct) {
+            backward_block(p, columns.data(), first_block + slot, slot, b, b.du_rows, b.dv_rows);
+            const int64_t end = std::min(num_edges, first + kLanes);
+            add_edge_rows(p, b.du_rows, b.dv_rows, first, end, 0, p.num_nodes);
+          } else {
+            backward_block(p, columns.data(), first_block + slot, slot, b, du + first * dim,
+                           dv + first * dim);
+          }
         }
         chunk_bases(b, blocks, num_bases, dim, partial_bases + k * bases_size);
         for (int64_t x = 0; x < levels_size; ++x) {
@@ -592,11 +608,10 @@ void backward(const EdgeScoresParams& p) {
     // The loop's barrier: every chunk's rows and partials are written.
     if (!errors.failed()) {
       int64_t first, last;
-      thread_range(p.num_nodes, t, nt, first, last);
-      if (p.int32_ids) {
-        scatter_rows<int32_t>(p, du, dv, first, last);
-      } else {
-        scatter_rows<int64_t>(p, du, dv, first, last);
+      if (!direct) {
+        thread_range(p.num_nodes, t, nt, first, last);
+        std::fill(grad_z + first * dim, grad_z + last * dim, 0.0f);
+        add_edge_rows(p, du, dv, 0, num_edges, first, last);
       }
       float* grad_bases = static_cast<float*>(p.grad_bases);
       thread_range(num_bases * dim, t, nt, first, last);
