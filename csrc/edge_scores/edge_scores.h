@@ -62,7 +62,7 @@ struct EdgeScoresParams {
   int64_t num_bases = 0;   // S >= 1
   int64_t num_levels = 0;  // R >= 1
   bool int32_ids = false;
-  // Run the edges-in-lanes kernel (edge_scores_avx512.h): float32, dim <= 64, AVX-512F/DQ.
+  // Run the edges-in-lanes kernel (edge_scores_avx512.h): float32, dim <= 64, AVX-512F/DQ/VL.
   bool edges_in_lanes = false;
   DType dtype = DType::kFloat32;
 };

@@ -1,10 +1,10 @@
 // The float32 fused bilinear edge scores and their backward (edge_scores.h) with edges in lanes,
-// for CPUs with AVX-512F/DQ (edge_scores_avx512.h).
+// for CPUs with AVX-512F/DQ/VL (edge_scores_avx512.h).
 //
 // Lane mapping: a block is 16 consecutive edges, edge first + l in lane l of every vector (the
 // last block of a call masks off its missing lanes, whose values are zeros and never stored).
-// A block's rows are gathered transposed: vector u[i] holds the 16 edges' i-th feature of
-// z[src], v[j] of z[dst]. Every product then runs lane-wise with the basis elements as
+// A block's rows are loaded and transposed in registers: vector u[i] holds the 16 edges' i-th
+// feature of z[src], v[j] of z[dst]. Every product then runs lane-wise with the basis elements as
 // broadcast operands, with no horizontal sums and no padding work:
 //   forward   t_s[j] = sum_i u[i] bases[s][i][j] (the projected rows, kept for the backward),
 //             h_s = sum_j t_s[j] v[j], out[r] = sum_s coefficients[r][s] h_s;
@@ -22,7 +22,8 @@
 // (edge-major, transposed back from lanes in registers) and the chunk's partial sums of grad_bases
 // and grad_coefficients; 2. after the barrier, each thread owns a range of grad_z's rows (scanning
 // all edges in order, src's term before dst's) and of grad_bases' rows (adding the chunks'
-// partials in chunk order); thread 0 sums grad_coefficients' partials. Every result is
+// partials in chunk order); thread 0 sums grad_coefficients' partials. A single thread instead
+// adds each block's du and dv rows to grad_z right away, in that same order. Every result is
 // therefore bitwise the same for any thread count.
 #include "edge_scores/edge_scores_avx512.h"
 
@@ -637,7 +638,7 @@ void require_supported(const EdgeScoresParams& p) {
   if (!edge_scores_lanes_supported(p.dtype, p.dim)) {
     throw std::invalid_argument(
         "bilinear_edge_scores: the edges-in-lanes kernel needs float32, dim <= 64 and a CPU with "
-        "AVX-512F/DQ");
+        "AVX-512F/DQ/VL");
   }
 }
 

@@ -1,5 +1,5 @@
 // The float32 fused bilinear edge scores with 16 edges in the 16 lanes of a 64-byte vector
-// (edge_scores_avx512.cpp), for x86-64 CPUs with AVX-512F/DQ. Python chooses it per forward call
+// (edge_scores_avx512.cpp), for x86-64 CPUs with AVX-512F/DQ/VL. Python chooses it per forward call
 // (edge_scores_edges_in_lanes) and marks the call with EdgeScoresParams::edges_in_lanes; the
 // backward follows the forward's choice, since it reads the forward's projected rows in that
 // kernel's layout.

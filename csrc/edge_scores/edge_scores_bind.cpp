@@ -19,7 +19,7 @@ void check_common(const EdgeScoresParams& p) {
   require(!has_edges || (p.src && p.dst && p.z), "bilinear_edge_scores: z, src or dst not set");
   require(!p.edges_in_lanes || edge_scores_lanes_supported(p.dtype, p.dim),
           "bilinear_edge_scores: edges_in_lanes needs float32, dim <= 64 and a CPU with "
-          "AVX-512F/DQ");
+          "AVX-512F/DQ/VL");
 }
 
 void check_forward(const EdgeScoresParams& p) {
