@@ -9,7 +9,8 @@ the backward, the coefficient product), in one process, alternating round by rou
 B = 8,192 edges, N = 9,746 nodes, D = 20, S = 2 bases, R = 5 levels (the paper's MovieLens
 setup). At one thread each call is timed as CPU time (time.process_time), at more as wall time
 (time.perf_counter); the minimum over rounds is printed. Both give the same scores and
-gradients to rounding (checked before timing).
+gradients to rounding (checked before timing). The incoming gradient has the training step's
+layout (``rating_cross_entropy`` reads the scores transposed).
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def _setup():
     dst = torch.randint(USERS, NODES, (BATCH,), generator=gen)
     torch.manual_seed(0)
     decoder = BilinearRatingDecoder(DIM)
-    grad = torch.randn(BATCH, 5, generator=gen)
+    # The gradient in the layout rating_cross_entropy's backward gives it: [R, B] storage, seen
+    # as [B, R] (the transposed view of its contiguous [1, R, B] input's gradient).
+    grad = torch.randn(5, BATCH, generator=gen).t()
     return z, src, dst, decoder, grad
 
 

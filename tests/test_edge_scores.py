@@ -267,3 +267,129 @@ def test_edge_head_takes_index_lists_through_the_decoder_forward():
     decoder = BilinearRatingDecoder(6)
     out = EdgeHead(decoder)(z, RatingBatch([0, 3, 3], [5, 11, 0], None, None))
     torch.testing.assert_close(out, decoder(z[[0, 3, 3]], z[[5, 11, 0]]))
+
+
+# ---------------------------------------------------------------- the edges-in-lanes kernel
+LANES = _C.edge_scores_edges_in_lanes(_C.DType.FLOAT32, 20)
+needs_lanes = pytest.mark.skipif(not LANES, reason="this CPU has no AVX-512F/DQ/VL")
+
+
+def _run(z, src, dst, bases, coefficients, grad, simd: bool):
+    """(scores, grad_z, grad_bases, grad_coefficients) with the edges-in-lanes kernel allowed or
+    not."""
+    before = _C.set_edge_scores_simd(simd)
+    try:
+        leaves = [t.clone().requires_grad_() for t in (z, bases, coefficients)]
+        out = ops.bilinear_edge_scores(leaves[0], src, dst, leaves[1], leaves[2])
+        out.backward(grad)
+    finally:
+        _C.set_edge_scores_simd(before)
+    return [out.detach(), *(leaf.grad for leaf in leaves)]
+
+
+def _lanes_case(num_edges, dim, num_bases, num_nodes=90, index_dtype=torch.int64, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    z = torch.randn(num_nodes, dim, generator=gen)
+    src = torch.randint(0, num_nodes, (num_edges,), generator=gen).to(index_dtype)
+    dst = torch.randint(0, num_nodes, (num_edges,), generator=gen).to(index_dtype)
+    bases, coefficients = _params(dim, num_bases, 5, torch.float32, gen)
+    grad = torch.randn(num_edges, 5, generator=gen)
+    return z, src, dst, bases, coefficients, grad
+
+
+@needs_lanes
+@pytest.mark.parametrize("num_bases", [1, 2, 3])
+@pytest.mark.parametrize("dim", [1, 3, 15, 16, 17, 20, 32, 64])
+@pytest.mark.parametrize("num_edges", [1, 15, 16, 17, 530])
+def test_lanes_kernel_matches_the_avx2_kernel_and_the_reference(num_edges, dim, num_bases):
+    # Partial blocks (B not a multiple of 16, B < 16), more than one 512-edge chunk, every tile
+    # width of the dim loops.
+    z, src, dst, bases, coefficients, grad = _lanes_case(num_edges, dim, num_bases)
+    lanes = _run(z, src, dst, bases, coefficients, grad, simd=True)
+    avx2 = _run(z, src, dst, bases, coefficients, grad, simd=False)
+    for a, b in zip(lanes, avx2):
+        torch.testing.assert_close(a, b, rtol=2e-4, atol=2e-4)
+    _check_against_reference(z, src, dst, bases, coefficients)
+
+
+@needs_lanes
+@pytest.mark.parametrize("index_dtype", INDEX_DTYPES)
+def test_lanes_kernel_on_repeated_ids_and_a_hub(index_dtype):
+    gen = torch.Generator().manual_seed(3)
+    z, _, _, bases, coefficients, grad = _lanes_case(1500, 20, 2, num_nodes=40)
+    src = torch.full((1500,), 7).to(index_dtype)  # one hub source
+    dst = torch.randint(0, 3, (1500,), generator=gen).to(index_dtype)  # three ids, repeated
+    lanes = _run(z, src, dst, bases, coefficients, grad, simd=True)
+    avx2 = _run(z, src, dst, bases, coefficients, grad, simd=False)
+    for a, b in zip(lanes, avx2):
+        torch.testing.assert_close(a, b, rtol=2e-4, atol=2e-4)
+    _check_against_reference(z, src, dst, bases, coefficients)
+
+
+@needs_lanes
+def test_lanes_kernel_keeps_dead_lanes_out_of_the_parameter_gradients():
+    # A 5-edge block fills 5 of 16 lanes; the dead ones read row 0, here NaN, which must not
+    # reach grad_bases or grad_coefficients through them.
+    z, src, dst, bases, coefficients, grad = _lanes_case(5, 20, 2)
+    z[0] = float("nan")
+    src, dst = src.clamp(min=1), dst.clamp(min=1)
+    out, grad_z, grad_bases, grad_coefficients = _run(z, src, dst, bases, coefficients, grad, True)
+    assert out.isfinite().all() and grad_bases.isfinite().all()
+    assert grad_coefficients.isfinite().all() and grad_z[1:].isfinite().all()
+
+
+@needs_lanes
+def test_backward_follows_the_layout_its_forward_wrote():
+    # The switch flips between the forward and the backward: the backward still reads the
+    # projected rows in the layout the forward wrote them in.
+    z, src, dst, bases, coefficients, grad = _lanes_case(100, 20, 2)
+    expected = _run(z, src, dst, bases, coefficients, grad, simd=True)
+    for first, second in ((True, False), (False, True)):
+        before = _C.set_edge_scores_simd(first)
+        try:
+            leaves = [t.clone().requires_grad_() for t in (z, bases, coefficients)]
+            out = ops.bilinear_edge_scores(leaves[0], src, dst, leaves[1], leaves[2])
+            _C.set_edge_scores_simd(second)
+            out.backward(grad)
+        finally:
+            _C.set_edge_scores_simd(before)
+        for got, want in zip([leaf.grad for leaf in leaves], expected[1:]):
+            torch.testing.assert_close(got, want, rtol=2e-4, atol=2e-4)
+
+
+def test_switch_returns_its_previous_setting_and_picks_the_projected_layout():
+    from galfast.ops.edge_scores import _edge_scores_outputs
+
+    z, src, _, bases, coefficients, _ = _lanes_case(37, 20, 2)
+    before = _C.set_edge_scores_simd(False)
+    try:
+        assert _C.set_edge_scores_simd(True) is False
+        if LANES:
+            assert _edge_scores_outputs(z, src, bases, coefficients)[1].shape == (3, 2, 20, 16)
+        _C.set_edge_scores_simd(False)
+        assert _edge_scores_outputs(z, src, bases, coefficients)[1].shape == (37, 2, 24)
+    finally:
+        _C.set_edge_scores_simd(before)
+    # float64 never takes the lanes kernel.
+    assert not _C.edge_scores_edges_in_lanes(_C.DType.FLOAT64, 20)
+    assert not _C.edge_scores_edges_in_lanes(_C.DType.FLOAT32, 65)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_scores_are_a_view_of_level_major_storage(dtype):
+    # rating_cross_entropy reads out.t(): contiguous, so ATen copies nothing.
+    z, src, dst, bases, coefficients = _cases(dtype, torch.int64)["movielens_shape"]
+    out = ops.bilinear_edge_scores(z.requires_grad_(), src, dst, bases, coefficients)
+    assert out.shape == (src.numel(), coefficients.size(0)) and out.t().is_contiguous()
+    with torch.no_grad():
+        assert ops.bilinear_edge_scores(z, src, dst, bases, coefficients).t().is_contiguous()
+
+
+@needs_lanes
+def test_lanes_kernel_raises_on_bad_ids_in_a_partial_block():
+    z, src, dst, bases, coefficients, _ = _lanes_case(21, 20, 2)
+    for which, bad in (("src", 90), ("dst", -3)):
+        ids = {"src": src.clone(), "dst": dst.int()}
+        ids[which][19] = bad
+        with pytest.raises(IndexError, match=rf"{which}\[19\] = {bad} is out of range"):
+            ops.bilinear_edge_scores(z, ids["src"], ids["dst"], bases, coefficients)

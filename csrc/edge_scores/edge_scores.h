@@ -19,6 +19,9 @@
 // each row of grad_z is summed by one thread in edge order (for each edge, its src term before
 // its dst term). Every result is therefore bitwise independent of the thread count.
 //
+// Layout: out and grad_out are [num_levels, num_edges] (a level's scores of consecutive edges are
+// contiguous, as the edges-in-lanes kernel writes them and the loss reads them).
+//
 // Ids must lie in [0, num_nodes): both kernels throw std::out_of_range (IndexError in Python)
 // naming the first bad one they meet (negative ids do not wrap). dim must be at most
 // edge_scores_max_dim(dtype); larger embeddings run the torch composition in Python.
@@ -33,6 +36,9 @@ namespace galfast {
 // Edges per partial sum of the parameter gradients (a constant: the results must not depend on
 // how the edges are spread over threads).
 constexpr int64_t kEdgeScoresChunk = 128;
+// The same for the edges-in-lanes kernel (edge_scores_avx512.cpp): 32 blocks of 16 edges, so that
+// each grad_bases accumulator's lanes are summed once per 512 edges.
+constexpr int64_t kEdgeScoresLanesChunk = 512;
 
 struct EdgeScoresParams {
   const void* z = nullptr;             // [num_nodes, dim]
@@ -40,11 +46,13 @@ struct EdgeScoresParams {
   const void* dst = nullptr;           // [num_edges], same type as src
   const void* bases = nullptr;         // [num_bases, dim, dim]
   const void* coefficients = nullptr;  // [num_levels, num_bases]
-  void* out = nullptr;                 // forward: [num_edges, num_levels]
-  // Forward (written unless null), backward (read): [num_edges, num_bases, padded dim], the
-  // rows u_b^T bases[s] zero-padded to edge_scores_padded_dim(dtype, dim).
+  void* out = nullptr;                 // forward: [num_levels, num_edges]
+  // Forward (written unless null), backward (read): the rows u_b^T bases[s]. Without
+  // edges_in_lanes [num_edges, num_bases, padded dim], zero-padded to
+  // edge_scores_padded_dim(dtype, dim); with it [ceil(num_edges / 16), num_bases, dim, 16], the
+  // element j of 16 consecutive edges' rows side by side.
   void* projected = nullptr;
-  const void* grad_out = nullptr;     // backward: [num_edges, num_levels]
+  const void* grad_out = nullptr;     // backward: [num_levels, num_edges]
   void* grad_z = nullptr;             // backward: [num_nodes, dim]
   void* grad_bases = nullptr;         // backward: [num_bases, dim, dim]
   void* grad_coefficients = nullptr;  // backward: [num_levels, num_bases]
@@ -54,6 +62,8 @@ struct EdgeScoresParams {
   int64_t num_bases = 0;   // S >= 1
   int64_t num_levels = 0;  // R >= 1
   bool int32_ids = false;
+  // Run the edges-in-lanes kernel (edge_scores_avx512.h): float32, dim <= 64, AVX-512F/DQ/VL.
+  bool edges_in_lanes = false;
   DType dtype = DType::kFloat32;
 };
 

@@ -1,8 +1,10 @@
 // Python glue of the fused bilinear edge scores (edge_scores.h): galfast._C.EdgeScoresParams,
-// edge_scores_cpu, edge_scores_backward_cpu, edge_scores_max_dim and edge_scores_padded_dim. CPU
-// only: on a GPU galfast.ops.bilinear_edge_scores runs the torch composition.
+// edge_scores_cpu, edge_scores_backward_cpu, edge_scores_max_dim, edge_scores_padded_dim,
+// edge_scores_edges_in_lanes and set_edge_scores_simd. CPU only: on a GPU
+// galfast.ops.bilinear_edge_scores runs the torch composition.
 #include "bind.h"
 #include "edge_scores/edge_scores.h"
+#include "edge_scores/edge_scores_avx512.h"
 
 namespace galfast {
 namespace {
@@ -15,6 +17,9 @@ void check_common(const EdgeScoresParams& p) {
   require(p.bases && p.coefficients, "bilinear_edge_scores: bases or coefficients not set");
   const bool has_edges = p.num_edges > 0;
   require(!has_edges || (p.src && p.dst && p.z), "bilinear_edge_scores: z, src or dst not set");
+  require(!p.edges_in_lanes || edge_scores_lanes_supported(p.dtype, p.dim),
+          "bilinear_edge_scores: edges_in_lanes needs float32, dim <= 64 and a CPU with "
+          "AVX-512F/DQ/VL");
 }
 
 void check_forward(const EdgeScoresParams& p) {
@@ -42,6 +47,7 @@ void bind_edge_scores(py::module_& m) {
       .def_readwrite("num_bases", &EdgeScoresParams::num_bases)
       .def_readwrite("num_levels", &EdgeScoresParams::num_levels)
       .def_readwrite("int32_ids", &EdgeScoresParams::int32_ids)
+      .def_readwrite("edges_in_lanes", &EdgeScoresParams::edges_in_lanes)
       .def_readwrite("dtype", &EdgeScoresParams::dtype);
   pointer_field(params, "z", &EdgeScoresParams::z);
   pointer_field(params, "src", &EdgeScoresParams::src);
@@ -57,6 +63,14 @@ void bind_edge_scores(py::module_& m) {
 
   m.def("edge_scores_max_dim", &edge_scores_max_dim, py::arg("dtype"));
   m.def("edge_scores_padded_dim", &edge_scores_padded_dim, py::arg("dtype"), py::arg("dim"));
+  m.def("edge_scores_edges_in_lanes", &edge_scores_edges_in_lanes, py::arg("dtype"),
+        py::arg("dim"));
+  // Returns the previous setting; tests turn the edges-in-lanes kernel off to compare it with
+  // the AVX2 kernel on the same machine.
+  m.def(
+      "set_edge_scores_simd",
+      [](bool allowed) { return edge_scores_simd_allowed().exchange(allowed); },
+      py::arg("allowed"));
   def_kernel<EdgeScoresParams>(m, "edge_scores", check_forward, edge_scores_cpu, nullptr);
   def_kernel<EdgeScoresParams>(m, "edge_scores_backward", check_backward, edge_scores_backward_cpu,
                                nullptr);

@@ -1,7 +1,9 @@
-// CPU entry points of the fused bilinear edge scores: the baseline-ISA build, and the run-time
-// switch to the AVX2+FMA build of the same code (edge_scores_cpu_avx2.cpp) where the CPU has it.
+// CPU entry points of the fused bilinear edge scores: the edges-in-lanes AVX-512 kernel
+// (edge_scores_avx512.cpp) for calls marked edges_in_lanes, else the baseline-ISA build, or the
+// AVX2+FMA build of the same code (edge_scores_cpu_avx2.cpp) where the CPU has it.
 #define GALFAST_CPU_ISA baseline
 #include "common/cpu_isa.h"
+#include "edge_scores/edge_scores_avx512.h"
 #include "edge_scores/edge_scores_cpu_impl.h"
 
 namespace galfast {
@@ -23,6 +25,7 @@ int64_t edge_scores_padded_dim(DType dtype, int64_t dim) {
 }
 
 void edge_scores_cpu(const EdgeScoresParams& p) {
+  if (p.edges_in_lanes) return edge_scores_lanes(p);
 #if defined(GALFAST_X86_DISPATCH)
   if (cpu_has_avx2_fma()) return avx2::edge_scores(p);
 #endif
@@ -30,6 +33,7 @@ void edge_scores_cpu(const EdgeScoresParams& p) {
 }
 
 void edge_scores_backward_cpu(const EdgeScoresParams& p) {
+  if (p.edges_in_lanes) return edge_scores_lanes_backward(p);
 #if defined(GALFAST_X86_DISPATCH)
   if (cpu_has_avx2_fma()) return avx2::edge_scores_backward(p);
 #endif

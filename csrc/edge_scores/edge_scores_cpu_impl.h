@@ -10,8 +10,8 @@
 // feeds one fused multiply-add per edge of the group.
 //
 // edge_scores thread mapping: the chunks are spread over the threads (static schedule); a thread
-// gathers, scores and mixes its chunks' edges and writes their rows of out (and of projected,
-// the padded rows u_b^T bases[s] the backward reads instead of recomputing them).
+// gathers, scores and mixes its chunks' edges and writes their columns of out (and rows of
+// projected, the padded rows u_b^T bases[s] the backward reads instead of recomputing them).
 // edge_scores_backward thread mapping, one parallel region in two phases:
 //   1. the chunks are spread over the threads; per edge a thread writes du and dv (padded rows
 //      of two [num_edges, NV * lanes] buffers) and adds the edge into its chunk's partial sums of
@@ -210,15 +210,15 @@ template <typename T, int NV, int EB>
   }
 }
 
-// out[b, r] = sum over s of coefficients[r, s] * h[b, s], s in increasing order.
+// out[r * out_stride] = sum over s of coefficients[r, s] * h[s], s in increasing order.
 template <typename T>
 inline void mix_levels(const T* h, const T* coefficients, int64_t num_bases, int64_t num_levels,
-                       T* out) {
+                       T* out, int64_t out_stride) {
   for (int64_t r = 0; r < num_levels; ++r) {
     const T* a = coefficients + r * num_bases;
     T sum = a[0] * h[0];
     for (int64_t s = 1; s < num_bases; ++s) sum += a[s] * h[s];
-    out[r] = sum;
+    out[r * out_stride] = sum;
   }
 }
 
@@ -265,8 +265,8 @@ void forward_typed(const EdgeScoresParams& p) {
                                 h + c * num_bases, projected_rows(c));
         }
         for (c = 0; c < count; ++c) {
-          mix_levels(h + c * num_bases, coefficients, num_bases, num_levels,
-                     out + (first + c) * num_levels);
+          mix_levels(h + c * num_bases, coefficients, num_bases, num_levels, out + first + c,
+                     num_edges);
         }
       } catch (...) {
         errors.capture();
@@ -402,10 +402,12 @@ void backward_typed(const EdgeScoresParams& p) {
         gather_chunk<T, NV>(p, first, count, u, v);
         // dh[c, s] = sum over r of grad_out[b, r] * coefficients[r, s], r in increasing order.
         for (int64_t c = 0; c < count; ++c) {
-          const T* g = grad_out + (first + c) * num_levels;
+          const T* g = grad_out + first + c;  // column b of [num_levels, num_edges]
           for (int64_t s = 0; s < num_bases; ++s) {
             T sum = g[0] * coefficients[s];
-            for (int64_t r = 1; r < num_levels; ++r) sum += g[r] * coefficients[r * num_bases + s];
+            for (int64_t r = 1; r < num_levels; ++r) {
+              sum += g[r * num_edges] * coefficients[r * num_bases + s];
+            }
             dh[c * num_bases + s] = sum;
           }
         }
@@ -428,10 +430,10 @@ void backward_typed(const EdgeScoresParams& p) {
         T* levels_sum = partial_levels + k * levels_size;
         std::fill(levels_sum, levels_sum + levels_size, T(0));
         for (c = 0; c < count; ++c) {
-          const T* g = grad_out + (first + c) * num_levels;
+          const T* g = grad_out + first + c;
           for (int64_t r = 0; r < num_levels; ++r) {
             for (int64_t s = 0; s < num_bases; ++s) {
-              levels_sum[r * num_bases + s] += g[r] * h[c * num_bases + s];
+              levels_sum[r * num_bases + s] += g[r * num_edges] * h[c * num_bases + s];
             }
           }
         }

@@ -7,7 +7,10 @@ about ten ATen calls forward and as many backward, each with its own pass over `
 intermediates. The CPU kernels here take each edge once forward and once backward and keep its
 rows in registers; the backward writes ``grad_z`` by a destination-owned scatter and sums the
 parameter gradients per fixed chunk of edges, so every result is bitwise independent of the
-thread count (the sums round differently from the composition's, at rounding level).
+thread count (the sums round differently from the composition's, at rounding level). On CPUs with
+AVX-512, float32 runs a kernel with 16 edges in the 16 lanes of a vector
+(csrc/edge_scores/edge_scores_avx512.cpp; ``_C.set_edge_scores_simd(False)`` turns it off); the
+kernels write the scores as ``[R, B]`` storage and return its ``[B, R]`` transposed view.
 
 GPU tensors, dtypes other than float32 / float64 and embeddings wider than the kernels take
 (``_C.edge_scores_max_dim``: 64 floats, 32 doubles) run the torch composition. A double
@@ -44,13 +47,19 @@ def _params(z: Tensor, src: Tensor, dst: Tensor, bases: Tensor, coefficients: Te
 def _edge_scores_outputs(
     z: Tensor, src: Tensor, bases: Tensor, coefficients: Tensor
 ) -> tuple[Tensor, Tensor]:
-    """(out ``[B, R]``, projected ``[B, S, padded D]``: the rows ``z[src[b]] @ bases[s]`` the
-    backward reads, zero-padded to whole vectors)."""
-    padded = _C.edge_scores_padded_dim(kernel_dtype(z.dtype), z.size(1))
-    return (
-        z.new_empty((src.size(0), coefficients.size(0))),
-        z.new_empty((src.size(0), bases.size(0), padded)),
-    )
+    """(out ``[R, B]``: the scores transposed, projected: the rows ``z[src[b]] @ bases[s]`` the
+    backward reads, ``[ceil(B / 16), S, D, 16]`` where the edges-in-lanes kernel runs (16
+    edges' rows side by side), else ``[B, S, padded D]`` zero-padded to whole vectors)."""
+    num_edges, num_bases, dim = src.size(0), bases.size(0), z.size(1)
+    if _C.edge_scores_edges_in_lanes(kernel_dtype(z.dtype), dim):
+        projected_shape = (-(-num_edges // 16), num_bases, dim, 16)
+    else:
+        projected_shape = (
+            num_edges,
+            num_bases,
+            _C.edge_scores_padded_dim(kernel_dtype(z.dtype), dim),
+        )
+    return z.new_empty((coefficients.size(0), num_edges)), z.new_empty(projected_shape)
 
 
 def _edge_scores(
@@ -59,6 +68,7 @@ def _edge_scores(
     out, projected = _edge_scores_outputs(z, src, bases, coefficients)
     p = _params(z, src, dst, bases, coefficients)
     p.out, p.projected = ptr(out), ptr(projected)
+    p.edges_in_lanes = projected.dim() == 4
     run_kernel("edge_scores", p, z.device)
     return out, projected
 
@@ -66,10 +76,11 @@ def _edge_scores(
 def _scores_only(
     z: Tensor, src: Tensor, dst: Tensor, bases: Tensor, coefficients: Tensor
 ) -> Tensor:
-    """The scores with no backward to come (no projected rows written)."""
-    out = z.new_empty((src.size(0), coefficients.size(0)))
+    """The scores ``[R, B]`` with no backward to come (no projected rows written)."""
+    out = z.new_empty((coefficients.size(0), src.size(0)))
     p = _params(z, src, dst, bases, coefficients)
     p.out = ptr(out)
+    p.edges_in_lanes = _C.edge_scores_edges_in_lanes(p.dtype, p.dim)
     run_kernel("edge_scores", p, z.device)
     return out
 
@@ -97,6 +108,7 @@ def _edge_scores_backward(
     grad_z, grad_bases, grad_coefficients = _edge_scores_backward_outputs(z, bases, coefficients)
     p = _params(z, src, dst, bases, coefficients)
     p.projected = ptr(projected)
+    p.edges_in_lanes = projected.dim() == 4  # the layout the forward wrote
     p.grad_out, p.grad_z = ptr(grad), ptr(grad_z)
     p.grad_bases, p.grad_coefficients = ptr(grad_bases), ptr(grad_coefficients)
     run_kernel("edge_scores_backward", p, z.device)
@@ -132,11 +144,12 @@ def _composition_grads(grad, z, src, dst, bases, coefficients, wanted):
     picked = [t for t, w in zip((z, bases, coefficients), wanted) if w]
     with torch.enable_grad():
         scores = _composition(z, src, dst, bases, coefficients)
-        grads = iter(torch.autograd.grad(scores, picked, grad, create_graph=True))
+        grads = iter(torch.autograd.grad(scores, picked, grad.t(), create_graph=True))
     return tuple(next(grads) if w else None for w in wanted)
 
 
 def _backward(ctx, grad, _grad_projected):
+    """``grad``: the gradient of the ``[R, B]`` scores the kernels write."""
     saved = ctx.saved_tensors
     needs = ctx.needs_input_grad
     wanted = (needs[0], needs[3], needs[4])
@@ -234,7 +247,9 @@ def bilinear_edge_scores(
         coefficients: ``[R, S]`` each level's mix :math:`a_{rs}` of the bases.
 
     Returns:
-        ``[B, R]`` scores (logits over the R levels).
+        ``[B, R]`` scores (logits over the R levels). Where the CPU kernels run it is the
+        transposed view of ``[R, B]`` storage (not contiguous: ``out.t()`` is), so that a loss
+        over the levels of ``out.t()`` (``rating_cross_entropy``) reads it without a copy.
 
     Example:
         >>> z = torch.randn(5, 3)
@@ -249,8 +264,8 @@ def bilinear_edge_scores(
         return _composition(z, src, dst, bases, coefficients)
     args = tuple(t.contiguous() for t in (z, src, dst, bases, coefficients))
     if tracing():
-        return _forward_op(*args)[0]
+        return _forward_op(*args)[0].t()
     grad_wanted = z.requires_grad or bases.requires_grad or coefficients.requires_grad
     if grad_wanted and torch.is_grad_enabled():
-        return _EdgeScoresEager.apply(*args)
-    return _scores_only(*args)
+        return _EdgeScoresEager.apply(*args).t()
+    return _scores_only(*args).t()
