@@ -67,6 +67,14 @@ struct EdgeScoresParams {
   DType dtype = DType::kFloat32;
 };
 
+// Threads for a call: one below 2^16 multiply-adds (num_edges * num_bases * dim^2), where a
+// parallel region costs more than it saves; else all. Shared by every CPU build (defined in the
+// baseline one, edge_scores_cpu.cpp).
+int edge_scores_threads(const EdgeScoresParams& p);
+
+// Throws std::out_of_range for the bad id value = which[b] of a graph of num_nodes nodes.
+[[noreturn]] void throw_bad_edge_id(const char* which, int64_t b, int64_t value, int64_t num_nodes);
+
 // The largest dim the CPU kernels take for a dtype (8 vectors of 32 bytes: 64 floats, 32
 // doubles; the per-edge rows are kept in registers).
 int64_t edge_scores_max_dim(DType dtype);

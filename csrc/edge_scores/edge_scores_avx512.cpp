@@ -88,25 +88,10 @@ namespace {
 constexpr int kLanes = 16;
 constexpr int64_t kMaxDim = 64;
 constexpr int64_t kBlocksPerChunk = kEdgeScoresLanesChunk / kLanes;
-// Below this many multiply-adds (num_edges * num_bases * dim^2), one thread: a parallel region
-// costs more than it saves.
-constexpr int64_t kMinParallelWork = int64_t{1} << 16;
-
 bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vl");
   return has;
-}
-
-int threads_for(const EdgeScoresParams& p) {
-  const int64_t work = p.num_edges * p.num_bases * p.dim * p.dim;
-  return work < kMinParallelWork ? 1 : max_threads();
-}
-
-[[noreturn]] void throw_bad_id(const char* which, int64_t b, int64_t value, int64_t num_nodes) {
-  throw std::out_of_range("bilinear_edge_scores: " + std::string(which) + "[" + std::to_string(b) +
-                          "] = " + std::to_string(value) + " is out of range for " +
-                          std::to_string(num_nodes) + " nodes (valid: 0 to num_nodes - 1)");
 }
 
 // Scratch memory of `size` floats, 64-byte aligned: kept per calling thread and reused up to
@@ -149,7 +134,7 @@ Offsets block_offsets(const I* ids, const char* which, int64_t first, __mmask16 
       unsigned(_mm512_cmpge_epu64_mask(lo, n)) | (unsigned(_mm512_cmpge_epu64_mask(hi, n)) << 8);
   if (bad) {
     const int64_t b = first + __builtin_ctz(bad);
-    throw_bad_id(which, b, static_cast<int64_t>(ids[b]), num_nodes);
+    throw_bad_edge_id(which, b, static_cast<int64_t>(ids[b]), num_nodes);
   }
   const __m512i d = _mm512_set1_epi64(dim);
   return {_mm512_mullo_epi64(lo, d), _mm512_mullo_epi64(hi, d)};
@@ -263,7 +248,7 @@ void forward(const EdgeScoresParams& p) {
   const float* coefficients = static_cast<const float*>(p.coefficients);
   float* out = static_cast<float*>(p.out);
   float* projected = static_cast<float*>(p.projected);
-  const int threads = threads_for(p);
+  const int threads = edge_scores_threads(p);
   const int64_t per_thread = (2 * dim + num_bases) * kLanes;
   std::vector<float> fallback;
   float* scratch = scratch_memory(static_cast<size_t>(threads * per_thread), fallback);
@@ -547,7 +532,7 @@ void backward(const EdgeScoresParams& p) {
   const int64_t num_blocks = (num_edges + kLanes - 1) / kLanes;
   const int64_t num_chunks = (num_blocks + kBlocksPerChunk - 1) / kBlocksPerChunk;
   const int64_t bases_size = num_bases * dim * dim, levels_size = num_levels * num_bases;
-  const int threads = threads_for(p);
+  const int threads = edge_scores_threads(p);
   std::vector<float> columns(static_cast<size_t>(bases_size));  // columns[s][j][i] = bases[s][i][j]
   const float* bases = static_cast<const float*>(p.bases);
   for (int64_t s = 0; s < num_bases; ++s) {

@@ -15,6 +15,18 @@ void edge_scores_backward(const EdgeScoresParams& p);
 }  // namespace avx2
 #endif
 
+int edge_scores_threads(const EdgeScoresParams& p) {
+  constexpr int64_t kMinParallelWork = int64_t{1} << 16;
+  const int64_t work = p.num_edges * p.num_bases * p.dim * p.dim;
+  return work < kMinParallelWork ? 1 : max_threads();
+}
+
+void throw_bad_edge_id(const char* which, int64_t b, int64_t value, int64_t num_nodes) {
+  throw std::out_of_range("bilinear_edge_scores: " + std::string(which) + "[" + std::to_string(b) +
+                          "] = " + std::to_string(value) + " is out of range for " +
+                          std::to_string(num_nodes) + " nodes (valid: 0 to num_nodes - 1)");
+}
+
 int64_t edge_scores_max_dim(DType dtype) {
   return dtype == DType::kFloat64 ? 8 * kLaneCount<double> : 8 * kLaneCount<float>;
 }

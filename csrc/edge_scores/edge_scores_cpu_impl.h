@@ -44,21 +44,6 @@ namespace galfast {
 namespace GALFAST_CPU_ISA {
 namespace {
 
-// Below this many multiply-adds (num_edges * num_bases * dim^2), one thread: a parallel region
-// costs more than it saves.
-constexpr int64_t kMinParallelWork = int64_t{1} << 16;
-
-int threads_for(const EdgeScoresParams& p) {
-  const int64_t work = p.num_edges * p.num_bases * p.dim * p.dim;
-  return work < kMinParallelWork ? 1 : max_threads();
-}
-
-[[noreturn]] void throw_bad_id(const char* which, int64_t b, int64_t value, int64_t num_nodes) {
-  throw std::out_of_range("bilinear_edge_scores: " + std::string(which) + "[" + std::to_string(b) +
-                          "] = " + std::to_string(value) + " is out of range for " +
-                          std::to_string(num_nodes) + " nodes (valid: 0 to num_nodes - 1)");
-}
-
 template <typename T, int NV>
 struct Tile {
   static constexpr int kLanes = kLaneCount<T>;
@@ -118,7 +103,7 @@ void gather_ids(const I* ids, const char* which, const T* z, int64_t num_nodes, 
     }
     const int64_t n = static_cast<int64_t>(ids[first + c]);
     if (static_cast<uint64_t>(n) >= static_cast<uint64_t>(num_nodes)) {
-      throw_bad_id(which, first + c, n, num_nodes);
+      throw_bad_edge_id(which, first + c, n, num_nodes);
     }
     const T* from = z + n * dim;
     T* to = rows + c * kPadded;
@@ -232,7 +217,7 @@ void forward_typed(const EdgeScoresParams& p) {
   T* projected = static_cast<T*>(p.projected);
   const std::vector<T> rows =
       padded_bases(static_cast<const T*>(p.bases), num_bases, dim, kPadded, false);
-  const int threads = threads_for(p);
+  const int threads = edge_scores_threads(p);
   const int64_t per_thread = kEdgeScoresChunk * (2 * kPadded + num_bases);
   std::vector<T> fallback;
   T* scratch = scratch_memory(static_cast<size_t>(threads * per_thread), fallback);
@@ -371,7 +356,7 @@ void backward_typed(const EdgeScoresParams& p) {
   const T* bases = static_cast<const T*>(p.bases);
   const T* projected = static_cast<const T*>(p.projected);
   const std::vector<T> columns = padded_bases(bases, num_bases, dim, kPadded, true);
-  const int threads = threads_for(p);
+  const int threads = edge_scores_threads(p);
   const int64_t per_thread = kEdgeScoresChunk * (2 * kPadded + 2 * num_bases);
   const int64_t num_chunks = (num_edges + kEdgeScoresChunk - 1) / kEdgeScoresChunk;
   const int64_t bases_size = num_bases * dim * kPadded, levels_size = num_levels * num_bases;
