@@ -16,9 +16,9 @@ layout (``rating_cross_entropy`` reads the scores transposed).
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
+from interleaved import best_times
 
 from galfast import ops
 from galfast.models import BilinearRatingDecoder
@@ -66,13 +66,7 @@ def main() -> None:
     for a, b in zip(before, now):
         torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-4)
     wall = args.threads > 1
-    clock = time.perf_counter if wall else time.process_time
-    best = dict.fromkeys(steps, float("inf"))
-    for _ in range(args.rounds):
-        for name, fn in steps.items():
-            start = clock()
-            fn()
-            best[name] = min(best[name], clock() - start)
+    best = best_times(steps, args.rounds, wall)
     ratio = best["composition"] / best["fused"]
     cells = "  ".join(f"{n} {1e6 * t:7.1f} us" for n, t in best.items())
     print(

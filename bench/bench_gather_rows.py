@@ -12,9 +12,9 @@ At one thread each call is timed as CPU time (time.process_time), at more as wal
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
+from interleaved import best_times
 
 from galfast.ops import gather_rows
 from galfast.ops.gather_rows import _scatter_add_rows
@@ -55,13 +55,6 @@ def forms() -> dict:
     }
 
 
-def time_once(fn, wall: bool) -> float:
-    clock = time.perf_counter if wall else time.process_time
-    start = clock()
-    fn()
-    return clock() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--threads", type=int, default=1)
@@ -71,13 +64,7 @@ def main() -> None:
     wall = args.threads > 1
     clock = "wall" if wall else "CPU"
     for case, fns in forms().items():
-        best = dict.fromkeys(fns, float("inf"))
-        for fn in fns.values():
-            for _ in range(5):
-                fn()
-        for _ in range(args.rounds):
-            for name, fn in fns.items():
-                best[name] = min(best[name], time_once(fn, wall))
+        best = best_times(fns, args.rounds, wall, warmup=5)
         ours = best["gather_rows"]
         cells = "  ".join(f"{n} {1e6 * t:7.1f} us ({t / ours:4.2f}x)" for n, t in best.items())
         print(f"{case:38s} [{args.threads} thread(s), {clock}]  {cells}")

@@ -13,9 +13,9 @@ At one thread each call is timed as CPU time (time.process_time), at more as wal
 from __future__ import annotations
 
 import argparse
-import time
 
 import torch
+from interleaved import best_times
 
 from galfast import ops
 from galfast.models.bilinear_forms import bilinear_forms
@@ -88,17 +88,8 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     wall = args.threads > 1
-    clock = time.perf_counter if wall else time.process_time
     for case, fns in forms().items():
-        best = dict.fromkeys(fns, float("inf"))
-        for fn in fns.values():
-            for _ in range(5):
-                fn()
-        for _ in range(args.rounds):
-            for name, fn in fns.items():
-                start = clock()
-                fn()
-                best[name] = min(best[name], clock() - start)
+        best = best_times(fns, args.rounds, wall, warmup=5)
         ours = best["row_dot_grads"]
         cells = "  ".join(f"{n} {1e6 * t:7.1f} us ({t / ours:4.2f}x)" for n, t in best.items())
         print(f"{case:32s} [{args.threads} thread(s), {'wall' if wall else 'CPU'}]  {cells}")

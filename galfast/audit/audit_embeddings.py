@@ -19,7 +19,6 @@ from galfast.audit.classic import CLASSIC_FAMILIES
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
 from galfast.audit.job_costs import head_cost
 from galfast.audit.jobs import Jobs, default_workers
-from galfast.audit.metrics import SKLEARN_MODULES as METRIC_MODULES
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.search import SearchConfig
@@ -252,10 +251,9 @@ def audit(
     bar = tqdm(total=len(attrs) * len(pairings), disable=not progress, desc="audit")
     views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
     jobs = Jobs(workers, threads)
-    sklearn_modules = METRIC_MODULES
-    if any(f in CLASSIC_FAMILIES for f in families) and not jobs.forks:
-        # Forked workers load them themselves: the one that runs the classic fits.
-        sklearn_modules += CLASSIC_MODULES
+    # Forked workers load scikit-learn themselves: the one that runs the classic fits.
+    threads_load = any(f in CLASSIC_FAMILIES for f in families) and not jobs.forks
+    sklearn_modules = CLASSIC_MODULES if threads_load else ()
     try:
         with attacker_threads(threads, load_first=sklearn_modules):
             # Every fit is handed to the workers first; the cells are then assembled in order.

@@ -17,15 +17,11 @@ import numpy as np
 
 __all__ = [
     "PRIMARY_METRIC",
-    "SKLEARN_MODULES",
     "attack_metrics",
     "baseline_metrics",
     "higher_is_stronger",
     "primary_metric",
 ]
-
-# What the metrics import (see galfast.audit.threads.attacker_threads' load_first): nothing.
-SKLEARN_MODULES: tuple[str, ...] = ()
 
 # The metric that ranks attackers (the headline): the strongest attacker has the highest
 # macro-F1 (lowest MAE for continuous attributes).
