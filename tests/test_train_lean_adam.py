@@ -217,9 +217,17 @@ def test_pre_hook_may_replace_the_arguments_and_bad_results_raise():
         seen.append("closure")
         return torch.tensor(1.0)
 
-    opt.register_step_pre_hook(lambda o, args, kwargs: ((), {"closure": closure}))
+    # torch's convention: the hook sees and returns the step's arguments, the optimizer first.
+    seen_args = []
+
+    def replace_arguments(o, args, kwargs):
+        seen_args.append(args)
+        return (o,), {"closure": closure}
+
+    opt.register_step_pre_hook(replace_arguments)
     sum(p.sum() for p in params).backward()
     assert float(opt.step()) == 1.0 and seen == ["closure"]
+    assert seen_args == [(opt,)]
     bad = LeanAdam(_params(12), lr=0.01, fused=True)
     bad.register_step_pre_hook(lambda *a: "not a pair")
     with pytest.raises(RuntimeError, match="must return None or a tuple"):

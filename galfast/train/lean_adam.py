@@ -64,7 +64,9 @@ class _LeanStep:
         the profiler records."""
 
         @functools.wraps(func)
-        def wrapper(self, *args: Any, **kwargs: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            # As torch's: ``args`` holds the optimizer first, in what the hooks see and return.
+            self = args[0]
             recording = torch.autograd._profiler_enabled()
             name = f"Optimizer.step#{type(self).__name__}.step"
             with torch.autograd.profiler.record_function(name) if recording else _NO_RANGE:
@@ -79,7 +81,7 @@ class _LeanStep:
                                 f"but got {result}."
                             )
                         args, kwargs = result
-                out = func(self, *args, **kwargs)
+                out = func(*args, **kwargs)
                 self._optimizer_step_code()
                 for post_hook in chain(
                     self._optimizer_step_post_hooks.values(), _global_optimizer_post_hooks.values()
