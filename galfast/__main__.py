@@ -1,7 +1,5 @@
 """``python -m galfast`` runs the command line."""
 
-import sys
+from galfast.cli import run_and_exit
 
-from galfast.cli import main
-
-sys.exit(main())
+run_and_exit()

@@ -1,0 +1,116 @@
+"""The ``galfast`` entry point ends the process without the interpreter's teardown once a
+command has returned, and only then: the output and the exit status must arrive whole, and a
+thread or child process still running must still be waited for."""
+
+import subprocess
+import sys
+import textwrap
+import threading
+
+from same_galfast import GALFAST_PARENT, same_galfast_env
+
+from galfast.cli import _teardown_needed
+
+
+def _python(code: str, tmp_path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=same_galfast_env(),
+        timeout=120,
+    )
+
+
+def test_a_returned_status_and_piped_output_arrive_whole(tmp_path):
+    done = _python(
+        """
+        import sys
+        import galfast.cli as cli
+        def main():
+            print("x" * 200_000)  # far past a pipe's buffer: only a flush sends the rest
+            print("to stderr", file=sys.stderr, end="")
+            return 3
+        cli.main = main
+        cli.run_and_exit()
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 3
+    assert done.stdout == "x" * 200_000 + "\n"
+    assert done.stderr == "to stderr"
+
+
+def test_a_running_thread_is_still_waited_for(tmp_path):
+    done = _python(
+        """
+        import threading, time
+        import galfast.cli as cli
+        def late():
+            time.sleep(0.5)
+            open("written", "w").close()
+        def main():
+            threading.Thread(target=late).start()
+            return 0
+        cli.main = main
+        cli.run_and_exit()
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "written").exists()
+
+
+def test_a_running_child_process_is_still_waited_for(tmp_path):
+    done = _python(
+        """
+        import multiprocessing, time
+        import galfast.cli as cli
+        def late():
+            time.sleep(0.5)
+            open("written", "w").close()
+        def main():
+            multiprocessing.get_context("fork").Process(target=late).start()
+            return 0
+        cli.main = main
+        cli.run_and_exit()
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "written").exists()
+
+
+def test_a_usage_error_still_prints_one_line_and_exits_2(tmp_path):
+    missing = str(tmp_path / "missing")
+    done = subprocess.run(
+        [sys.executable, "-m", "galfast", "run", "--dataset", "cora", "--root", missing],
+        capture_output=True,
+        text=True,
+        cwd=GALFAST_PARENT,
+        env=same_galfast_env(),
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("galfast run: error:")
+
+
+def test_teardown_is_needed_while_a_non_daemon_thread_runs():
+    assert not _teardown_needed()
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        assert _teardown_needed()
+    finally:
+        release.set()
+        worker.join()
+    daemon = threading.Thread(target=release.wait, daemon=True)
+    release.clear()
+    daemon.start()
+    try:
+        assert not _teardown_needed()
+    finally:
+        release.set()
+        daemon.join()
