@@ -47,7 +47,37 @@ void bind_aggregate(py::module_& m) {
       .value("MASKED_SUM", AggMode::kMaskedSum);
 
   py::class_<AggregateParams> agg(m, "AggregateParams");
+  // Every field in one call, in the struct's order: a small graph's call costs a few
+  // microseconds less than one attribute set per field (about 0.3 us each).
   agg.def(py::init<>())
+      .def(py::init([](std::uintptr_t rowptr, std::uintptr_t col, std::uintptr_t col32,
+                       std::uintptr_t edge_id, std::uintptr_t weight, std::uintptr_t row_scale,
+                       std::uintptr_t col_scale, std::uintptr_t x, std::uintptr_t out,
+                       std::uintptr_t arg, std::uintptr_t mask_arg, std::uintptr_t hub_rows,
+                       int64_t num_hub_rows, int64_t num_edges, int64_t num_rows, int64_t num_cols,
+                       int64_t num_features, AggMode mode, DType dtype) {
+        AggregateParams p;
+        p.rowptr = reinterpret_cast<const int64_t*>(rowptr);
+        p.col = reinterpret_cast<const int64_t*>(col);
+        p.col32 = reinterpret_cast<const int32_t*>(col32);
+        p.edge_id = reinterpret_cast<const int64_t*>(edge_id);
+        p.weight = reinterpret_cast<const void*>(weight);
+        p.row_scale = reinterpret_cast<const void*>(row_scale);
+        p.col_scale = reinterpret_cast<const void*>(col_scale);
+        p.x = reinterpret_cast<const void*>(x);
+        p.out = reinterpret_cast<void*>(out);
+        p.arg = reinterpret_cast<int64_t*>(arg);
+        p.mask_arg = reinterpret_cast<const int64_t*>(mask_arg);
+        p.hub_rows = reinterpret_cast<const int64_t*>(hub_rows);
+        p.num_hub_rows = num_hub_rows;
+        p.num_edges = num_edges;
+        p.num_rows = num_rows;
+        p.num_cols = num_cols;
+        p.num_features = num_features;
+        p.mode = mode;
+        p.dtype = dtype;
+        return p;
+      }))
       .def_readwrite("num_hub_rows", &AggregateParams::num_hub_rows)
       .def_readwrite("num_edges", &AggregateParams::num_edges)
       .def_readwrite("num_rows", &AggregateParams::num_rows)
