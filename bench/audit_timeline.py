@@ -3,6 +3,10 @@
 once from the checkout on ``PYTHONPATH``:
 
     OMP_NUM_THREADS=2 PYTHONPATH=. python bench/audit_timeline.py
+    OMP_NUM_THREADS=2 PYTHONPATH=. python bench/audit_timeline.py --standby
+
+``--standby`` starts the scikit-learn worker before the dataset loads, as ``galfast run`` does
+(``galfast.experiments.runner.start_audit_worker``).
 
 Prints one line per fit (worker, start, end, seconds, what it fits) and, last, the audit's
 wall and CPU time, when the first fit started and when each worker finished: the gap between
@@ -11,6 +15,7 @@ the workers' ends is the time one of them sat idle.
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 
@@ -20,7 +25,7 @@ from galfast import ops
 from galfast.audit import audit, audit_split
 from galfast.audit import jobs as audit_jobs
 from galfast.experiments.config import ExperimentConfig
-from galfast.experiments.runner import prepare
+from galfast.experiments.runner import prepare, start_audit_worker
 
 _START = [0.0]
 _RECORDS: list[tuple[str, float, float, str]] = []
@@ -59,8 +64,16 @@ def _timed_call(call):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--standby", action="store_true", help="start the worker as a run does")
+    args = parser.parse_args()
     audit_jobs.Jobs._call = _timed_call(audit_jobs.Jobs._call)
-    prepared = prepare(ExperimentConfig(dataset="synthetic-movielens-1m", encoder="cheb", seed=0))
+    config = ExperimentConfig(
+        dataset="synthetic-movielens-1m", encoder="cheb", seed=0, audit_strength="strong"
+    )
+    if args.standby:
+        start_audit_worker(config)
+    prepared = prepare(config)
     graph = prepared.dataset.graph
     gen = torch.Generator().manual_seed(0)
     features = torch.randn(graph.num_nodes, 20, generator=gen)

@@ -14,6 +14,12 @@ about a second and a half of CPU): the worker imports them and then limits the n
 pools they bring, as ``attacker_threads`` does for the pools loaded before it. The audit sends
 all such fits to one worker, so one process pays for the import while the other fits.
 
+A run may start one worker early, on standby (:func:`start_standby`): forked before the run
+builds its dataset, it imports scikit-learn on the core that the dataset's generation leaves
+idle, and the audit's ForkedWorkers adopts it (with the same thread count) as its worker 0,
+which the calls needing those modules then go to. The fits it runs are the same pickled calls,
+so nothing in the results depends on it.
+
 Forking is used only where it is safe: on Linux, for CPU fits, before CUDA is initialised
 (a forked child cannot use the parent's CUDA context).
 """
@@ -28,14 +34,14 @@ import warnings
 from collections.abc import Sequence
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 from threadpoolctl import threadpool_limits
 
 from galfast.audit.threads import attacker_threads, load_modules
 
-__all__ = ["ForkedWorkers", "forking_is_safe"]
+__all__ = ["ForkedWorkers", "discard_standby", "forking_is_safe", "start_standby"]
 
 
 def forking_is_safe() -> bool:
@@ -50,12 +56,31 @@ class ForkedWorkers:
 
     def __init__(self, count: int, threads: int) -> None:
         self._workers: list[tuple[int, Connection]] = []
+        self._loaded: list[tuple[str, ...]] = []  # the modules each worker loaded
         try:
-            for _ in range(count):
+            adopted = _adopt_standby(threads) if count > 0 else None
+            if adopted is not None:
+                pid, conn, modules = adopted
+                self._workers.append((pid, conn))
+                self._loaded.append(modules)
+            while len(self._workers) < count:
                 self._workers.append(_fork_worker(threads))
+                self._loaded.append(())
         except BaseException:
             self.close()
             raise
+
+    def preloaded(self) -> list[int]:
+        """The workers that came with modules loaded (an adopted standby worker)."""
+        return [worker for worker, loaded in enumerate(self._loaded) if loaded]
+
+    def loaded_by(self, modules: Sequence[str]) -> Optional[int]:
+        """A worker that has loaded every one of ``modules`` already (an adopted standby
+        worker), or None."""
+        for worker, loaded in enumerate(self._loaded):
+            if modules and set(modules) <= set(loaded):
+                return worker
+        return None
 
     def call(
         self,
@@ -86,11 +111,69 @@ class ForkedWorkers:
         for _, conn in self._workers:
             conn.close()
         for pid, _ in self._workers:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+            _reap(pid)
         self._workers.clear()
+        self._loaded.clear()
+
+
+# The worker on standby: (pid, pipe, threads, modules), at most one.
+_standby: list[tuple[int, Connection, int, tuple[str, ...]]] = []
+
+
+def start_standby(threads: int, modules: Sequence[str]) -> None:
+    """Forks one worker with ``threads`` intra-op threads now and has it load ``modules`` at
+    once while the caller goes on; the next :class:`ForkedWorkers` with that thread count adopts
+    it. Keeps a standby worker started alike, replaces another; does nothing where forking is
+    unsafe or fails."""
+    if _standby and _standby[0][2:] == (threads, tuple(modules)):
+        return
+    discard_standby()
+    if not forking_is_safe():
+        return
+    try:
+        pid, conn = _fork_worker(threads)
+    except OSError:  # no memory or process left: the audit forks its workers later
+        return
+    request = (tuple(modules), _nothing_more, (), {})
+    conn.send_bytes(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+    _standby.append((pid, conn, threads, tuple(modules)))
+
+
+def discard_standby() -> None:
+    """Ends the standby worker, if any."""
+    while _standby:
+        pid, conn, _, _ = _standby.pop()
+        conn.close()
+        _reap(pid)
+
+
+def _adopt_standby(threads: int) -> Optional[tuple[int, Connection, tuple[str, ...]]]:
+    """The standby worker (pid, pipe, modules) once its loading is done, if it has
+    ``threads`` threads and loaded its modules; else None (and it is ended)."""
+    if not _standby:
+        return None
+    pid, conn, its_threads, modules = _standby.pop()
+    if its_threads == threads:
+        try:
+            ok, _ = pickle.loads(conn.recv_bytes())  # waits for the import if still running
+        except (EOFError, OSError):
+            ok = False
+        if ok:
+            return pid, conn, modules
+    conn.close()
+    _reap(pid)
+    return None
+
+
+def _nothing_more() -> None:
+    """The standby worker's first call: nothing beyond loading its modules."""
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
 
 
 def _fork_worker(threads: int) -> tuple[int, Connection]:

@@ -55,7 +55,9 @@ class Jobs:
     finish together instead of one waiting on a long fit started last.
 
     Calls submitted with the same ``affinity`` all run on one worker, whichever takes the first
-    of them: while it is busy they wait, and the other workers leave them. It loads their
+    of them (or, on forked workers, one that loaded their ``modules`` already: a standby worker,
+    see :func:`~galfast.audit.forked_workers.start_standby`): while it is busy they wait, and
+    the other workers leave them. It loads their
     ``modules`` first (and limits the native pools they bring): on forked workers one process
     imports what the others never need. (On threads the caller should load ``modules`` before
     ``attacker_threads`` limits the pools; a worker thread loads what is still missing.)
@@ -77,6 +79,7 @@ class Jobs:
         self._limits: list = []  # native pools limited after a call loaded them
         self._processes = forking_is_safe() if processes is None else processes
         self._forked: Optional[ForkedWorkers] = None
+        self._reserved: list[int] = []  # forked workers that came with modules loaded
         if workers > 1:
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="galfast-audit")
 
@@ -108,8 +111,16 @@ class Jobs:
                 self._forked = ForkedWorkers(self._workers, self._threads)
             except OSError:  # no memory or process left to fork: threads give the same
                 self._processes = False
+            else:
+                # Workers that loaded modules already are kept for the calls needing them.
+                self._reserved = self._forked.preloaded()
         call = _Call(-cost, next(self._order), fn, args, kwargs, done, affinity, tuple(modules))
         with self._queue_lock:
+            if affinity is not None and affinity not in self._bound and self._forked is not None:
+                # A worker that loaded the modules already (a standby worker) takes these calls.
+                ready = self._forked.loaded_by(call.modules)
+                if ready is not None:
+                    self._bound[affinity] = ready
             self._queue.append(call)
         # One pool task per queued call, and one more after each call ends: a task runs the
         # costliest call a free worker may take then, or nothing.
@@ -131,8 +142,10 @@ class Jobs:
         if call.affinity in self._bound:
             worker = self._bound[call.affinity]
         else:
-            # Keep the workers that other calls are bound to for those calls.
-            unbound = [w for w in self._free if w not in self._bound.values()]
+            # Keep the workers that other calls are bound to (or loaded modules for) for those
+            # calls while another is free.
+            held = {*self._bound.values(), *self._reserved}
+            unbound = [w for w in self._free if w not in held]
             worker = (unbound or self._free)[0]
             if call.affinity is not None:
                 self._bound[call.affinity] = worker

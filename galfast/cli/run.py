@@ -14,6 +14,7 @@ from galfast.cli.options import (
 )
 from galfast.cli.summary import by_attribute, format_table, summarize_runs
 from galfast.experiments import run_experiment
+from galfast.experiments.runner import start_audit_worker
 from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main"]
@@ -83,6 +84,8 @@ def main(args: argparse.Namespace) -> int:
     ]
     if args.out:
         check_writable(args.out, "--out")
+    # The audit's scikit-learn worker imports it while the dataset loads (on the idle core).
+    start_audit_worker(configs[0])
     prepare_checked(configs[0])
     records = [run_experiment(config, progress=not args.quiet).record for config in configs]
     for note in records[0]["notes"]:

@@ -14,6 +14,9 @@ from typing import Any, Optional, Union
 import torch
 
 from galfast.audit import audit, audit_split
+from galfast.audit.classic import SKLEARN_MODULES
+from galfast.audit.forked_workers import start_standby
+from galfast.audit.jobs import default_workers
 from galfast.datasets import (
     GraphDataset,
     KnowledgeGraphDataset,
@@ -179,6 +182,20 @@ def _admitted_attacks(cfg: ExperimentConfig, setup: Setup) -> tuple[str, ...]:
     return tuple(a for a in cfg.attacks if a in setup.attacks) or setup.attacks
 
 
+# The audit's intra-op threads per worker (audit()'s default, passed explicitly).
+_AUDIT_THREADS = 1
+
+
+def start_audit_worker(cfg: ExperimentConfig) -> None:
+    """Forks now the audit worker that will fit scikit-learn's attackers in ``cfg``'s run (a
+    strong audit on the CPU, with more than one worker): it imports scikit-learn (about 1.5 s
+    of CPU) while this process loads the dataset on one core, and the run's audit adopts it
+    (:func:`galfast.audit.forked_workers.start_standby`). Call it before the dataset loads;
+    elsewhere the import would compete with the training for the cores."""
+    if cfg.audit_strength == "strong" and cfg.device == "cpu" and default_workers() > 1:
+        start_standby(_AUDIT_THREADS, SKLEARN_MODULES)
+
+
 def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     """Trains one encoder at ``cfg.lam`` (hiding every attribute ``cfg.attribute`` names, one
     adversary each) and audits it once per attribute.
@@ -252,6 +269,7 @@ def _audit_one(
         seed=cfg.seed,
         progress=progress,
         strength=cfg.audit_strength,
+        threads=_AUDIT_THREADS,
     )
     attack = {
         r.attack: {"attacker": r.attacker, **{k: m.mean for k, m in r.metrics.items()}}

@@ -1,0 +1,100 @@
+"""The audit's standby worker: forked early, it loads its modules while the parent works, and
+the next ForkedWorkers with its thread count adopts it as worker 0, to which Jobs then sends
+the calls needing those modules."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+from galfast.audit import forked_workers
+from galfast.audit.forked_workers import ForkedWorkers, discard_standby, start_standby
+from galfast.audit.jobs import Jobs
+
+pytestmark = pytest.mark.skipif(
+    not forked_workers.forking_is_safe(), reason="fork: Linux without CUDA only"
+)
+
+# A standard-library module the test process itself never imports.
+MODULE = "colorsys"
+
+
+def _pid_and_loaded(module: str) -> tuple[int, bool]:
+    return os.getpid(), module in sys.modules
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return done == 0
+
+
+@pytest.fixture(autouse=True)
+def _no_standby_left():
+    assert MODULE not in sys.modules
+    yield
+    discard_standby()
+
+
+def _standby_pid() -> int:
+    return forked_workers._standby[0][0]
+
+
+def test_the_standby_is_adopted_as_worker_0_with_its_modules_loaded():
+    start_standby(1, (MODULE,))
+    pid = _standby_pid()
+    workers = ForkedWorkers(2, threads=1)
+    try:
+        assert forked_workers._standby == []
+        assert workers.call(0, _pid_and_loaded, (MODULE,), {}) == (pid, True)
+        other, loaded = workers.call(1, _pid_and_loaded, (MODULE,), {})
+        assert other not in (pid, os.getpid()) and not loaded
+        assert workers.loaded_by((MODULE,)) == 0 and workers.loaded_by(("json",)) is None
+    finally:
+        workers.close()
+    assert not _alive(pid)
+
+
+def test_a_standby_with_another_thread_count_is_ended_not_adopted():
+    start_standby(2, (MODULE,))
+    pid = _standby_pid()
+    workers = ForkedWorkers(2, threads=1)
+    try:
+        assert not _alive(pid)
+        assert workers.loaded_by((MODULE,)) is None
+        assert workers.call(0, _pid_and_loaded, (MODULE,), {})[0] != pid
+    finally:
+        workers.close()
+
+
+def test_starting_alike_keeps_the_standby_and_otherwise_replaces_it():
+    start_standby(1, (MODULE,))
+    first = _standby_pid()
+    start_standby(1, (MODULE,))
+    assert _standby_pid() == first
+    start_standby(1, ("json",))
+    assert _standby_pid() != first and not _alive(first)
+    discard_standby()
+    assert forked_workers._standby == []
+
+
+def test_jobs_send_the_module_calls_to_the_worker_that_loaded_them():
+    start_standby(1, (MODULE,))
+    pid = _standby_pid()
+    jobs = Jobs(2, 1, processes=True)
+    try:
+        # The first call needs nothing: the scheduler hands it to a worker no affinity holds.
+        plain = jobs.submit(_pid_and_loaded, "json", cost=2.0)
+        bound = [
+            jobs.submit(_pid_and_loaded, MODULE, affinity="classic", modules=(MODULE,))
+            for _ in range(3)
+        ]
+        assert {f.result()[0] for f in bound} == {pid}
+        assert all(f.result()[1] for f in bound)
+        assert plain.result()[0] != pid
+    finally:
+        jobs.close()
