@@ -17,8 +17,9 @@ pytestmark = pytest.mark.skipif(
     not forked_workers.forking_is_safe(), reason="fork: Linux without CUDA only"
 )
 
-# A standard-library module the test process itself never imports.
-MODULE = "colorsys"
+# A small standard-library module this test process has not imported (so a child has it only
+# if it loaded it itself).
+MODULE = next(m for m in ("tabnanny", "pyclbr", "quopri", "colorsys") if m not in sys.modules)
 
 
 def _pid_and_loaded(module: str) -> tuple[int, bool]:
