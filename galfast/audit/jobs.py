@@ -57,10 +57,10 @@ class Jobs:
     Calls submitted with the same ``affinity`` all run on one worker, whichever takes the first
     of them (or, on forked workers, one that loaded their ``modules`` already: a standby worker,
     see :func:`~galfast.audit.forked_workers.start_standby`): while it is busy they wait, and
-    the other workers leave them. It loads their
-    ``modules`` first (and limits the native pools they bring): on forked workers one process
-    imports what the others never need. (On threads the caller should load ``modules`` before
-    ``attacker_threads`` limits the pools; a worker thread loads what is still missing.)
+    the other workers leave them. It loads their ``modules`` first (and limits the native pools
+    they bring): on forked workers one process imports what the others never need. (On
+    threads the caller should load ``modules`` before ``attacker_threads`` limits the pools; a
+    worker thread loads what is still missing.)
 
     ``processes``: whether the workers are forked processes (:mod:`galfast.audit.forked_workers`;
     no GIL shared between fits) or threads; None picks processes where forking is safe. A
