@@ -7,6 +7,7 @@ import sys
 import textwrap
 import threading
 
+import pytest
 from same_galfast import GALFAST_PARENT, same_galfast_env
 
 from galfast.cli import _teardown_needed
@@ -42,36 +43,24 @@ def test_a_returned_status_and_piped_output_arrive_whole(tmp_path):
     assert done.stderr == "to stderr"
 
 
-def test_a_running_thread_is_still_waited_for(tmp_path):
+@pytest.mark.parametrize(
+    "start",
+    [
+        "threading.Thread(target=late).start()",
+        'multiprocessing.get_context("fork").Process(target=late).start()',
+    ],
+    ids=["thread", "child process"],
+)
+def test_a_running_thread_or_child_is_still_waited_for(tmp_path, start):
     done = _python(
-        """
-        import threading, time
+        f"""
+        import multiprocessing, threading, time
         import galfast.cli as cli
         def late():
             time.sleep(0.5)
             open("written", "w").close()
         def main():
-            threading.Thread(target=late).start()
-            return 0
-        cli.main = main
-        cli.run_and_exit()
-        """,
-        tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "written").exists()
-
-
-def test_a_running_child_process_is_still_waited_for(tmp_path):
-    done = _python(
-        """
-        import multiprocessing, time
-        import galfast.cli as cli
-        def late():
-            time.sleep(0.5)
-            open("written", "w").close()
-        def main():
-            multiprocessing.get_context("fork").Process(target=late).start()
+            {start}
             return 0
         cli.main = main
         cli.run_and_exit()
