@@ -74,6 +74,7 @@ void edge_scores_lanes_backward(const EdgeScoresParams&) {
 #include <vector>
 
 #include "common/parallel.h"
+#include "common/scratch.h"
 
 // Everything included above is compiled for the baseline instruction set (the linker keeps one
 // copy of each inline function of a shared header); from here on, this file's own functions are
@@ -92,18 +93,6 @@ bool cpu_has_avx512() {
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vl");
   return has;
-}
-
-// Scratch memory of `size` floats, 64-byte aligned: kept per calling thread and reused up to
-// 4 Mi floats (fresh allocations of the backward's buffers cost page faults on every call),
-// allocated into `fallback` above that. Its contents are arbitrary.
-float* scratch_memory(size_t size, std::vector<float>& fallback) {
-  constexpr size_t kKept = size_t{1} << 22, kAlign = 16;
-  thread_local std::vector<float> kept;
-  std::vector<float>& memory = size > kKept ? fallback : kept;
-  if (memory.size() < size + kAlign) memory.resize(size + kAlign);
-  const uintptr_t at = reinterpret_cast<uintptr_t>(memory.data());
-  return memory.data() + ((64 - at % 64) % 64) / sizeof(float);
 }
 
 // Lanes [0, count) of a block.

@@ -38,6 +38,7 @@
 #include "common/lane_sums.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/scratch.h"
 #include "edge_scores/edge_scores.h"
 
 namespace galfast {
@@ -66,21 +67,6 @@ std::vector<T> padded_bases(const T* bases, int64_t num_bases, int64_t dim, int 
     }
   }
   return out;
-}
-
-// Scratch memory of `size` elements: kept per calling thread and reused up to kKeptScratch
-// elements (freshly allocated, the backward's ~2 MB for 8,192 edges cost page faults on every
-// call), allocated into `fallback` above that. Its contents are arbitrary.
-template <typename T>
-T* scratch_memory(size_t size, std::vector<T>& fallback) {
-  constexpr size_t kKeptScratch = size_t{1} << 22;
-  if (size > kKeptScratch) {
-    fallback.resize(size);
-    return fallback.data();
-  }
-  thread_local std::vector<T> kept;
-  if (kept.size() < size) kept.resize(size);
-  return kept.data();
 }
 
 // rows[c] = z[ids[first + c]] padded with zeros to NV vectors, for c < count: NV vector loads,
