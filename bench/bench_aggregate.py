@@ -2,9 +2,11 @@
 
     pytest bench/bench_aggregate.py --benchmark-only --benchmark-group-by=group
 
-Peers: torch.sparse.mm on a CSR tensor; PyG's GCNConv propagate path (message passing over
-edge_index, and the cached CSR `adj_t`); torch_scatter's segment_csr and torch_sparse's matmul
-when installed. All compute the same product; backward is with respect to x.
+Peers: torch.sparse.mm on a CSR tensor (as PyG hands it, int64, its backward transposing per
+call); the best-written cuSPARSE and cupyx peers (int32 CSR, the transpose built once for the
+backward); PyG's GCNConv propagate path (message passing over edge_index, and the cached CSR
+`adj_t`); torch_scatter's segment_csr and torch_sparse's matmul when installed. All compute the
+same product; backward is with respect to x.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from galfast import Graph
 from galfast.ops import aggregate
 
 GRAPHS = {"cora": cora_like, "pubmed": pubmed_like, "movielens": movielens_like}
-FEATURES = [16, 64, 128]
+FEATURES = [16, 20, 64, 128]
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
@@ -51,6 +53,62 @@ def galfast_weighted_fn(g, weight, adj_t, x):
 
 def torch_sparse_mm_fn(g, weight, adj_t, x):
     return torch.sparse.mm(adj_t, x)
+
+
+class CachedTransposeSpmm(torch.autograd.Function):
+    """mm(a, x) whose backward is mm(a_t, grad) with a transpose built once (a peer helper)."""
+
+    @staticmethod
+    def forward(ctx, a, a_t, x, mm):
+        ctx.a_t, ctx.mm = a_t, mm
+        return mm(a, x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None, None, ctx.mm(ctx.a_t, grad.contiguous()), None
+
+
+@functools.cache
+def int32_csr_pair(g, weight):
+    """(A, A^T) as int32 CSR tensors: A^T from the graph's cached CSC."""
+    colptr, csc_row, csc_edge_id = g.csc
+    n = g.num_nodes
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        a = torch.sparse_csr_tensor(g.rowptr.int(), g.col.int(), weight, (n, n))
+        a_t = torch.sparse_csr_tensor(colptr.int(), csc_row.int(), weight[csc_edge_id], (n, n))
+    return a, a_t
+
+
+def torch_sparse_mm_int32_fn(g, weight, adj_t, x):
+    a, a_t = int32_csr_pair(g, weight)
+    return CachedTransposeSpmm.apply(a, a_t, x, torch.sparse.mm)
+
+
+@functools.cache
+def cupy_csr_pair(g, weight):
+    cupy = pytest.importorskip("cupy")
+    cusparse = pytest.importorskip("cupyx.scipy.sparse")
+    if weight.device.type != "cuda":
+        pytest.skip("cupyx is a GPU peer")
+    a, a_t = int32_csr_pair(g, weight)
+
+    def to_cupy(m):
+        arrays = (m.values(), m.col_indices(), m.crow_indices())
+        return cusparse.csr_matrix(tuple(cupy.asarray(t) for t in arrays), shape=m.shape)
+
+    return to_cupy(a), to_cupy(a_t)
+
+
+def _cupy_mm(a, x):
+    import cupy
+
+    return torch.as_tensor(a @ cupy.asarray(x), device=x.device)
+
+
+def cupyx_fn(g, weight, adj_t, x):
+    a, a_t = cupy_csr_pair(g, weight)
+    return CachedTransposeSpmm.apply(a, a_t, x, _cupy_mm)
 
 
 @functools.cache
@@ -104,6 +162,8 @@ IMPLS = {
     "galfast": galfast_fn,
     "galfast_weighted": galfast_weighted_fn,
     "torch.sparse.mm": torch_sparse_mm_fn,
+    "torch.sparse.mm_int32_cachedT": torch_sparse_mm_int32_fn,
+    "cupyx_int32_cachedT": cupyx_fn,
     "pyg_edge_index": pyg_edge_index_fn,
     "pyg_csr": pyg_csr_fn,
     "torch_scatter": torch_scatter_fn,

@@ -2,7 +2,8 @@
 # On a GPU machine: build galfast against the machine's own torch (no network needed), run the
 # CUDA tests, then the GPU benchmarks (CPU and CUDA peers side by side where a file has both).
 # Results land in $OUT (default ./gpu-results): log.txt (card, build info, test summary, tables),
-# build.txt, cuda_tests.txt, epoch.txt (whole GAL MovieLens epochs and a profile) and one
+# build.txt, cuda_tests.txt, kernels.json (the sum kernels against cuSPARSE and cupyx),
+# epoch.txt (whole GAL MovieLens epochs and a profile), run.txt (whole `galfast run`s) and one
 # pytest-benchmark JSON per benchmark file. A failing stage is logged and the next one still
 # runs; every stage has a time limit, so a hang cannot eat the machine.
 #   bash bench/gpu_suite.sh                                      # everything
@@ -10,6 +11,7 @@
 #   BENCH_CASES="bench_aggregate:cuda" bash bench/gpu_suite.sh   # file:filter pairs (_ = space)
 #   CMAKE_CUDA_ARCHITECTURES=90-real bash bench/gpu_suite.sh     # build for the card only
 #   EPOCH_KINDS="gcn" BENCH_CASES=" " bash bench/gpu_suite.sh     # GCN epochs, no benchmarks
+#   EPOCH_KINDS= KERNELS=0 RUNS=0 bash bench/gpu_suite.sh           # skip stages
 # The build needs setuptools >= 77 (pyproject.toml's SPDX licence string); on an offline
 # machine with an older one, install a newer wheel first and put it on PYTHONPATH.
 set -uo pipefail
@@ -35,8 +37,33 @@ timeout "${TEST_TIMEOUT:-240}" pytest tests -m cuda -q -p no:cacheprovider -p no
   -n 8 --timeout=120 -W ignore::DeprecationWarning >"$OUT/cuda_tests.txt" 2>&1
 tail -n 30 "$OUT/cuda_tests.txt" | tee -a "$LOG"
 
+if [ "${KERNELS:-1}" = 1 ]; then
+  stage sum kernels
+  (cd bench && timeout "${KERNELS_TIMEOUT:-150}" python aggregate_cuda_kernels.py \
+    --json "$OUT/kernels.json") 2>&1 | tee -a "$LOG"
+fi
+
+# Whole `galfast run`s on the GPU (RUN_FLAGS: one run per entry, "_" for none), then one under
+# cProfile (bench/run_profile.py; its stats in run.prof) with the last entry's flags.
+if [ "${RUNS:-1}" = 1 ]; then
+  stage whole runs
+  RUN="run --dataset synthetic-movielens-1m --encoder cheb --seeds 1 --device cuda --quiet"
+  for flags in ${RUN_FLAGS:-_ --cuda-graphs}; do
+    flags="${flags//_/}"
+    start=$EPOCHREALTIME
+    (cd /tmp && timeout 120 galfast $RUN $flags --out "/tmp/run$flags.json") >>"$OUT/run.txt" 2>&1
+    rc=$?
+    seconds=$(python -c "print(round($EPOCHREALTIME - $start, 2))")
+    echo "galfast $RUN $flags: rc $rc in $seconds s" | tee -a "$LOG"
+  done
+  profiler="$PWD/bench/run_profile.py"
+  (cd /tmp && timeout 150 python "$profiler" --stats "$OUT/run.prof" -- \
+    $RUN $flags) >"$OUT/run_profile.txt" 2>&1
+  head -n 50 "$OUT/run_profile.txt" | tee -a "$LOG"
+fi
+
 stage epoch timing
-for kind in ${EPOCH_KINDS:-gcn cheb gat}; do
+for kind in ${EPOCH_KINDS-gcn cheb gat}; do
   profile=$([ "$kind" = gcn ] && echo --profile)
   (cd bench && timeout 100 python gal_movielens_epoch.py --device cuda --kind "$kind" \
     --impl galfast galfast-graphs pyg --epochs 2 $profile) >>"$OUT/epoch.txt" 2>&1

@@ -157,7 +157,9 @@ def test_opcheck():
     for mode in (_C.AggMode.SUM, _C.AggMode.MAX):
         int32 = mode == _C.AggMode.SUM  # int32 index copies only for the sum
         col32, row32 = (g.col.int(), csc_row.int()) if int32 else (None, None)
-        graph = (g.rowptr, g.col, col32, g.row, empty, colptr, csc_row, row32, csc_edge_id, empty)
+        # (The segment plans are CUDA's: None here.)
+        csr = (g.rowptr, g.col, col32, g.row, empty, None)
+        graph = (*csr, colptr, csc_row, row32, csc_edge_id, empty, None)
         args = (*graph, x, w, None, None, int(mode))
         torch.library.opcheck(torch.ops.galfast.aggregate.default, args)
 
@@ -170,12 +172,12 @@ def test_opcheck_kernel_ops():
     w = torch.rand(g.num_edges, dtype=torch.float64)
     empty = g.rowptr.new_empty(0)
     _, arg = launch_aggregate(
-        g.rowptr, g.col, None, None, w, None, None, empty, x, None, int(_C.AggMode.MAX)
+        g.rowptr, g.col, None, None, w, None, None, empty, None, x, None, int(_C.AggMode.MAX)
     )
     assert arg.shape == (12, 5)
     csc = g.csc
     masked = (
-        *(csc.colptr, csc.row, None, csc.edge_id, w, None, None, empty, x, arg),
+        *(csc.colptr, csc.row, None, csc.edge_id, w, None, None, empty, None, x, arg),
         int(_C.AggMode.MASKED_SUM),
     )
     torch.library.opcheck(torch.ops.galfast.aggregate_kernel.default, masked)

@@ -69,7 +69,9 @@ def test_int32_and_int64_indices_give_bitwise_the_same_sums(f, num_nodes, weight
     scale = g.degree_scale("gcn", torch.float32)
     empty = g.rowptr.new_empty(0)
     outs = [
-        launch_aggregate(g.rowptr, g.col, col32, None, w, scale, scale, empty, x, None, _SUM)[0]
+        launch_aggregate(g.rowptr, g.col, col32, None, w, scale, scale, empty, None, x, None, _SUM)[
+            0
+        ]
         for col32 in (None, g.col.int())
     ]
     assert torch.equal(outs[0], outs[1])
@@ -167,7 +169,7 @@ def test_the_padded_copy_of_x_gives_bitwise_the_unpadded_sums(weighted):
                 torch.set_num_threads(num_threads)
                 outs.append(
                     launch_aggregate(
-                        g.rowptr, g.col, col32, None, w, scale, scale, empty, x, None, _SUM
+                        g.rowptr, g.col, col32, None, w, scale, scale, empty, None, x, None, _SUM
                     )[0]
                 )
             assert torch.equal(outs[0], outs[1]) and torch.equal(outs[1], outs[2]), f

@@ -280,7 +280,8 @@ def test_cuda_matches_cpu_forward_and_backward(name, composition, f):
     weight = torch.rand(g.num_edges, generator=gen, dtype=torch.float64) + 0.5
     results = []
     for device in ("cpu", "cuda"):
-        xd, reld = x.to(device).requires_grad_(), rel.to(device).requires_grad_()
+        # Copies: on the CPU, .to(device) would return x itself and make it a leaf for both.
+        xd, reld = (t.to(device, copy=True).requires_grad_() for t in (x, rel))
         out = compgcn_aggregate(
             g.to(device), xd, reld, weight.to(device), composition=composition, norm="gcn"
         )

@@ -51,8 +51,14 @@ def test_conve_gradients_reach_inputs_and_parameters():
     one_to_n_loss(decoder(head, relation, entities), targets).backward()
     for name, tensor in [("head", head), ("relation", relation), ("entities", entities)]:
         assert tensor.grad is not None and tensor.grad.abs().sum() > 0, name
+    # input_norm's shift reaches conv_norm as one constant per filter (the convolution is
+    # unpadded), which conv_norm's batch mean removes: its gradient is zero up to rounding.
     for name, parameter in decoder.named_parameters():
-        assert parameter.grad is not None and parameter.grad.abs().sum() > 0, name
+        assert parameter.grad is not None, name
+        if name == "input_norm.bias":
+            assert parameter.grad.abs().max() < 1e-5
+        else:
+            assert parameter.grad.abs().sum() > 0, name
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,13 @@ struct AggregateParams {
   const int64_t* mask_arg = nullptr;  // [num_cols, F] for kMaskedSum
   const int64_t* hub_rows = nullptr;  // CUDA only: rows with degree > kHubDegree
   int64_t num_hub_rows = 0;
+  // CUDA sum only (aggregate_sum_cuda.cu): the segment plan of galfast/ops/segment_plan.py,
+  // [seg_begin (S + 1) | seg_row (S) | row_seg_ptr (num_rows + 1)] in one array, with
+  // S = num_segments; partial is [S, F] in the accumulation type (null when no row is split).
+  // When set, col32 must be too: the kernel reads the int32 columns.
+  const int64_t* segments = nullptr;
+  int64_t num_segments = 0;
+  void* partial = nullptr;
   int64_t num_edges = 0;  // nnz
   int64_t num_rows = 0;
   int64_t num_cols = 0;
@@ -71,6 +78,7 @@ void edge_grad_cpu(const EdgeGradParams& p);
 
 #ifdef GALFAST_WITH_CUDA
 void aggregate_cuda(const AggregateParams& p, void* stream);
+void aggregate_sum_segments_cuda(const AggregateParams& p, void* stream);
 void edge_grad_cuda(const EdgeGradParams& p, void* stream);
 #endif
 

@@ -24,6 +24,13 @@ void check(const AggregateParams& p) {
   require(p.mode != AggMode::kMax || p.arg || !has_out, "aggregate: max needs arg");
   require(p.mode != AggMode::kMaskedSum || p.mask_arg || !has_x,
           "aggregate: masked sum needs mask_arg");
+  if (p.segments) {
+    require(p.mode == AggMode::kSum, "aggregate: a segment plan is for the sum only");
+    require(p.col32 || p.num_edges == 0, "aggregate: a segment plan needs col32");
+    require(p.num_segments >= p.num_rows, "aggregate: fewer segments than rows");
+    require(p.partial || p.num_segments == p.num_rows || p.num_features == 0,
+            "aggregate: split rows need partial");
+  }
 }
 
 void check(const EdgeGradParams& p) {
@@ -79,6 +86,7 @@ void bind_aggregate(py::module_& m) {
         return p;
       }))
       .def_readwrite("num_hub_rows", &AggregateParams::num_hub_rows)
+      .def_readwrite("num_segments", &AggregateParams::num_segments)
       .def_readwrite("num_edges", &AggregateParams::num_edges)
       .def_readwrite("num_rows", &AggregateParams::num_rows)
       .def_readwrite("num_cols", &AggregateParams::num_cols)
@@ -97,6 +105,8 @@ void bind_aggregate(py::module_& m) {
   pointer_field(agg, "arg", &AggregateParams::arg);
   pointer_field(agg, "mask_arg", &AggregateParams::mask_arg);
   pointer_field(agg, "hub_rows", &AggregateParams::hub_rows);
+  pointer_field(agg, "segments", &AggregateParams::segments);
+  pointer_field(agg, "partial", &AggregateParams::partial);
 
   py::class_<EdgeGradParams> eg(m, "EdgeGradParams");
   eg.def(py::init<>())

@@ -1,4 +1,5 @@
-// CUDA aggregation.
+// CUDA aggregation: max, its backward, and sums given no segment plan (a sum with one runs
+// aggregate_sum_cuda.cu).
 // Row kernel thread mapping: a group of G lanes (G = 8, 16 or 32, the smallest covering F up to
 // 32) owns one destination row; lane l accumulates features f0 + l + k*G (k < kVec) in
 // registers, so feature loads are coalesced; larger F loops over tiles of G*kVec features. The
@@ -225,6 +226,10 @@ void launch_aggregate(const AggregateParams& p, cudaStream_t stream) {
 
 void aggregate_cuda(const AggregateParams& p, void* stream) {
   if (p.num_features == 0) return;
+  if (p.segments) {
+    aggregate_sum_segments_cuda(p, stream);
+    return;
+  }
   const auto s = static_cast<cudaStream_t>(stream);
   dispatch_cuda_dtype(p.dtype, [&](auto tag) {
     using T = decltype(tag);

@@ -12,6 +12,7 @@ from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
+from galfast.ops.segment_plan import num_segments, segment_plan
 
 __all__ = ["aggregate"]
 
@@ -39,13 +40,16 @@ def launch_aggregate(
     row_scale: Optional[Tensor],
     col_scale: Optional[Tensor],
     hub_rows: Tensor,
+    segments: Optional[Tensor],
     x: Tensor,
     mask_arg: Optional[Tensor],
     mode: int,
 ) -> tuple[Tensor, Tensor]:
     """out[r] = reduce_e w_e * x[col[e]] over CSR row r; returns (out, arg) where arg holds the
     winning edge id for max and is empty otherwise (csrc/aggregate/aggregate.h). `col32`, the
-    same indices as int32 or None, is what the CPU sum reads instead of `col` when given."""
+    same indices as int32 or None, is what the sum reads instead of `col` when given. On CUDA,
+    `segments` (a sum's segment plan, ops/segment_plan.py, with `col32`) picks the segment
+    kernel; without one the row and hub kernels run over `hub_rows`."""
     out, arg = _aggregate_outputs(rowptr, x, mode)
     # Every field in one constructor call (AggregateParams' order): on a small graph one
     # attribute set per field was a fifth of the call.
@@ -70,6 +74,12 @@ def launch_aggregate(
         _AGG_MODES[mode],
         kernel_dtype(x.dtype),
     )
+    if segments is not None:
+        num_rows = rowptr.numel() - 1
+        p.segments, p.num_segments = segments.data_ptr(), num_segments(segments, num_rows)
+        if p.num_segments > num_rows:  # a split row: its segments' sums meet in `partial`
+            partial = x.new_empty(p.num_segments, x.size(1), dtype=accumulation_dtype(x.dtype))
+            p.partial = partial.data_ptr()
     run_kernel("aggregate", p, x.device)
     return out, arg
 
@@ -116,11 +126,13 @@ def _aggregate_forward(
     col32: Optional[Tensor],
     row: Tensor,
     hub_rows: Tensor,
+    segments: Optional[Tensor],
     colptr: Tensor,
     csc_row: Tensor,
     csc_row32: Optional[Tensor],
     csc_edge_id: Tensor,
     csc_hub_rows: Tensor,
+    csc_segments: Optional[Tensor],
     x: Tensor,
     edge_weight: Optional[Tensor],
     row_scale: Optional[Tensor],
@@ -129,7 +141,18 @@ def _aggregate_forward(
 ) -> tuple[Tensor, Tensor]:
     """The aggregate kernel on the graph; the other inputs (row, the transpose) are for backward."""
     return launch_aggregate(
-        rowptr, col, col32, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
+        rowptr,
+        col,
+        col32,
+        None,
+        edge_weight,
+        row_scale,
+        col_scale,
+        hub_rows,
+        segments,
+        x,
+        None,
+        mode,
     )
 
 
@@ -148,11 +171,13 @@ def _backward(ctx, grad_out, _grad_arg):
         _col32,
         row,
         _hub_rows,
+        _segments,
         colptr,
         csc_row,
         csc_row32,
         csc_edge_id,
         csc_hub_rows,
+        csc_segments,
         x,
         edge_weight,
         row_scale,
@@ -166,7 +191,7 @@ def _backward(ctx, grad_out, _grad_arg):
         (launch_aggregate, launch_edge_grad) if eager else (_aggregate_kernel_op, _edge_grad_op)
     )
     grad_x = grad_w = None
-    if ctx.needs_input_grad[10]:
+    if ctx.needs_input_grad[12]:
         # The same kernel on the transpose: source j gathers from its targets; scales swap sides.
         grad_x, _ = aggregate_kernel(
             colptr,
@@ -177,21 +202,22 @@ def _backward(ctx, grad_out, _grad_arg):
             col_scale,
             row_scale,
             csc_hub_rows,
+            csc_segments,  # None for max, like the int32 copy
             grad_out,
             arg if is_max else None,
             _MASKED_SUM if is_max else _SUM,
         )
-    if edge_weight is not None and ctx.needs_input_grad[11]:
+    if edge_weight is not None and ctx.needs_input_grad[13]:
         grad_w = edge_grad(
             rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None
         )
-    return (None,) * 10 + (grad_x, grad_w, None, None, None)
+    return (None,) * 12 + (grad_x, grad_w, None, None, None)
 
 
 _aggregate_op.register_autograd(_backward, setup_context=_setup_context)
-# The ten graph tensors, which never need a gradient, travel as one tuple (see _eager.py).
+# The twelve graph inputs, which never need a gradient, travel as one tuple (see _eager.py).
 _AggregateEager = eager_function(
-    _aggregate_forward, _setup_context, _backward, static=10, backward_only_outputs=True
+    _aggregate_forward, _setup_context, _backward, static=12, backward_only_outputs=True
 )
 
 
@@ -330,20 +356,33 @@ def apply_aggregate(
     wants_grad = torch.is_grad_enabled() and (
         x.requires_grad or (edge_weight is not None and edge_weight.requires_grad)
     )
-    # The CPU sum streams int32 indices where they fit (made on the host: not while tracing).
-    int32 = mode == _SUM and not on_cuda and not traced
+    # The sum streams int32 indices where they fit, and on CUDA runs over a segment plan: both
+    # are made on the host once per graph, so not while tracing.
+    int32 = mode == _SUM and not traced
     if not traced and not wants_grad:
-        col32 = int32_index(structure, "col", structure.col) if int32 else None
-        hub_rows = structure.hub_rows() if on_cuda else _no_hub_rows(structure)
         rowptr, col = structure.rowptr, structure.col
+        col32 = int32_index(structure, "col", col) if int32 else None
+        plan = _plan(structure, rowptr, col32, False) if on_cuda else None
+        hub_rows = structure.hub_rows() if on_cuda and plan is None else _no_hub_rows(structure)
         return launch_aggregate(
-            rowptr, col, col32, None, edge_weight, row_scale, col_scale, hub_rows, x, None, mode
+            rowptr,
+            col,
+            col32,
+            None,
+            edge_weight,
+            row_scale,
+            col_scale,
+            hub_rows,
+            plan,
+            x,
+            None,
+            mode,
         )[0]
     if traced:
         graph_tensors = _graph_tensors(structure, on_cuda, int32)
         return _aggregate_op(*graph_tensors, x, edge_weight, row_scale, col_scale, mode)[0]
-    # The structure is immutable: its ten tensors are gathered once (a few microseconds a call
-    # on a small graph).
+    # The structure is immutable: its graph tensors are gathered once (a few microseconds a
+    # call on a small graph).
     graph_tensors = structure.cached(
         ("aggregate inputs", on_cuda, int32), lambda: _graph_tensors(structure, on_cuda, int32)
     )
@@ -351,22 +390,32 @@ def apply_aggregate(
 
 
 def _graph_tensors(structure: Any, on_cuda: bool, int32: bool) -> tuple:
-    """The op's ten graph inputs: the CSR (with its int32 copy where `int32`), the transpose
-    (likewise) and the CUDA hub rows of both (empty on the CPU)."""
+    """The op's twelve graph inputs: the CSR (with its int32 copy where `int32`), the transpose
+    (likewise), and for each the CUDA hub rows and segment plan (empty and None on the CPU)."""
     empty = _no_hub_rows(structure)
     colptr, csc_row, csc_edge_id = transpose_of(structure)
+    col32 = int32_index(structure, "col", structure.col) if int32 else None
+    csc_row32 = int32_index(structure, "csc_row", csc_row) if int32 else None
     return (
         structure.rowptr,
         structure.col,
-        int32_index(structure, "col", structure.col) if int32 else None,
+        col32,
         structure.row,
         structure.hub_rows() if on_cuda else empty,
+        _plan(structure, structure.rowptr, col32, False) if on_cuda else None,
         colptr,
         csc_row,
-        int32_index(structure, "csc_row", csc_row) if int32 else None,
+        csc_row32,
         csc_edge_id,
         structure.hub_rows(transposed=True) if on_cuda else empty,
+        _plan(structure, colptr, csc_row32, True) if on_cuda else None,
     )
+
+
+def _plan(structure: Any, rowptr: Tensor, index32: Optional[Tensor], transposed: bool):
+    """The CUDA sum's segment plan of one direction, or None where that direction has no int32
+    index (the segment kernel reads only int32 columns) or none is wanted."""
+    return None if index32 is None else segment_plan(structure, rowptr, transposed)
 
 
 def transpose_of(structure: Any) -> tuple[Tensor, Tensor, Tensor]:
@@ -379,10 +428,11 @@ def transpose_of(structure: Any) -> tuple[Tensor, Tensor, Tensor]:
 def int32_index(structure: Any, name: str, index: Tensor) -> Optional[Tensor]:
     """`index` (the structure's int64 ``col`` or transposed ``row``, called `name`) as int32,
     cached on the structure (a Graph or a Block: both immutable), or None when a value lies
-    outside [0, 2^31) (the kernel then reads and checks the int64 index). The CPU sum kernel
-    reads this copy instead: per edge it streams the index and gathers a row of x, so half the
-    index bytes is a large part of the cost at small F (issue 19). The kernel checks the copy's
-    values on every call, like any index; an edit of the int64 tensor behind its version counter
+    outside [0, 2^31) (the kernel then reads and checks the int64 index). The sum kernels read
+    this copy instead: per edge it streams the index and gathers a row of x, so half the
+    index bytes is a large part of the cost at small F (issue 19). The CPU kernel checks the
+    copy's values on every call, like any index (the CUDA kernels trust a graph's checked
+    indices, int64 or int32); an edit of the int64 tensor behind its version counter
     after the copy was made is not seen by the sum (as the walk's private adjacency). Not for
     traced code: the range check reads the values on the host."""
     return structure.cached(("int32", name), lambda: _int32_copy(index))
