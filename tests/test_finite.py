@@ -54,3 +54,28 @@ def test_a_tensor_that_requires_grad_is_read_without_a_graph_or_warning():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert all_finite(t)
+
+
+def test_a_scanned_tensor_is_read_again_only_after_an_in_place_change(monkeypatch):
+    import galfast._dtypes as dtypes
+
+    reads = []
+    monkeypatch.setattr(dtypes, "all_finite", lambda t: reads.append(1) or all_finite(t))
+    t = torch.rand(50)
+    assert dtypes.finite_since_scanned(t) and dtypes.finite_since_scanned(t)
+    assert len(reads) == 1
+    t[3] = float("nan")  # moves the version counter
+    assert not dtypes.finite_since_scanned(t) and len(reads) == 2
+    assert not dtypes.finite_since_scanned(t) and len(reads) == 3  # never remembered as bad
+    t[3] = 1.0
+    assert dtypes.finite_since_scanned(t) and len(reads) == 4
+
+
+def test_aggregate_sees_a_nan_written_into_weights_it_accepted_before():
+    g = Graph.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]), 3)
+    w = torch.rand(3)
+    x = torch.randn(3, 4)
+    aggregate(g, x, w)
+    w[1] = float("nan")
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        aggregate(g, x, w)

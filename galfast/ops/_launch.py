@@ -43,10 +43,21 @@ def run_kernel(kernel: str, params, device: torch.device) -> None:
                 "this galfast build has no CUDA kernels (built without nvcc or with "
                 "GALFAST_CUDA=0); reinstall on a machine with the CUDA toolkit"
             )
-        launch(params, torch.cuda.current_stream(device).cuda_stream)
+        launch(params, _current_raw_stream(device))
     else:
         sync_cpu_threads()
         getattr(_C, f"{kernel}_cpu")(params)
+
+
+# The current stream's handle without building a torch.cuda.Stream object (a few microseconds a
+# call); torch's own generated code uses the same entry point. Absent from CPU-only builds.
+_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+
+
+def _current_raw_stream(device: torch.device) -> int:
+    if _raw_stream is not None and device.index is not None:
+        return _raw_stream(device.index)
+    return torch.cuda.current_stream(device).cuda_stream
 
 
 def kernel_op(

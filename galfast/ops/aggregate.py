@@ -7,7 +7,12 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
-from galfast._dtypes import accumulation_dtype, all_finite, check_float_dtype, kernel_dtype
+from galfast._dtypes import (
+    accumulation_dtype,
+    check_float_dtype,
+    finite_since_scanned,
+    kernel_dtype,
+)
 from galfast._native import _C
 from galfast.graph import Graph
 from galfast.ops._eager import eager_function, tracing
@@ -264,7 +269,8 @@ def check_edge_weight(
     ``x``'s device. The finiteness scan reads the values on the host: it is skipped while
     tracing and while a CUDA graph is captured (a host sync would break the capture of
     GALTrainer(cuda_graphs=True)'s steps, whose eager warm-up steps scanned the same weights),
-    and with ``scan=False`` (weights already scanned and unmodified since)."""
+    with ``scan=False`` (weights already scanned and unmodified since), and for a tensor found
+    finite before whose version counter has not moved since (:func:`finite_since_scanned`)."""
     if not isinstance(edge_weight, Tensor):
         raise ValueError(f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}")
     if edge_weight.shape != (num_edges,):
@@ -276,7 +282,7 @@ def check_edge_weight(
     if not edge_weight.dtype.is_floating_point:
         raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
     capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
-    if scan and not tracing() and not capturing and not all_finite(edge_weight):
+    if scan and not tracing() and not capturing and not finite_since_scanned(edge_weight):
         raise ValueError("edge_weight contains NaN or infinite values")
 
 
