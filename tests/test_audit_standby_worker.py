@@ -4,6 +4,7 @@ the calls needing those modules."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 
@@ -97,5 +98,63 @@ def test_jobs_send_the_module_calls_to_the_worker_that_loaded_them():
         assert {f.result()[0] for f in bound} == {pid}
         assert all(f.result()[1] for f in bound)
         assert plain.result()[0] != pid
+    finally:
+        jobs.close()
+
+
+def _no_more_forks(monkeypatch):
+    """From now on a fork fails the test: the workers must all come from standby."""
+
+    def refuse(threads):
+        raise AssertionError("forked after the standby workers")
+
+    monkeypatch.setattr(forked_workers, "_fork_worker", refuse)
+
+
+def test_all_workers_on_standby_are_adopted_in_order_and_none_forked(monkeypatch):
+    # A GPU run's audit: every worker forked before CUDA started, only the first loads modules.
+    start_standby(1, (MODULE,), count=2)
+    pids = [entry[0] for entry in forked_workers._standby]
+    assert [entry[3] for entry in forked_workers._standby] == [(MODULE,), ()]
+    assert forked_workers.standby_workers(1) == 2 and forked_workers.standby_workers(2) == 0
+    _no_more_forks(monkeypatch)
+    workers = ForkedWorkers(2, threads=1)
+    try:
+        assert forked_workers._standby == []
+        assert workers.call(0, _pid_and_loaded, (MODULE,), {}) == (pids[0], True)
+        assert workers.call(1, _pid_and_loaded, (MODULE,), {}) == (pids[1], False)
+        assert workers.preloaded() == [0]
+    finally:
+        workers.close()
+    assert not any(_alive(pid) for pid in pids)
+
+
+def test_standby_workers_beyond_the_count_are_ended():
+    start_standby(1, (MODULE,), count=2)
+    pids = [entry[0] for entry in forked_workers._standby]
+    workers = ForkedWorkers(1, threads=1)
+    try:
+        assert forked_workers._standby == [] and not _alive(pids[1])
+        assert workers.call(0, _pid_and_loaded, (MODULE,), {}) == (pids[0], True)
+    finally:
+        workers.close()
+
+
+def test_jobs_take_processes_after_cuda_started_only_from_enough_standby_workers(monkeypatch):
+    # Forking is refused (as once CUDA has started): processes only where standby workers
+    # cover every worker wanted, and then no fork happens.
+    jobs_module = importlib.import_module("galfast.audit.jobs")  # galfast.audit.audit shadows
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: False)
+    start_standby(1, (MODULE,), count=1)
+    assert not Jobs(2, 1).forks
+    start_standby(1, (MODULE,), count=2)
+    assert not Jobs(2, 2).forks  # another thread count: not adoptable
+    pids = {entry[0] for entry in forked_workers._standby}
+    _no_more_forks(monkeypatch)
+    jobs = Jobs(2, 1)
+    try:
+        assert jobs.forks
+        futures = [jobs.submit(_pid_and_loaded, "json", cost=1.0) for _ in range(4)]
+        assert {f.result()[0] for f in futures} <= pids
     finally:
         jobs.close()

@@ -250,7 +250,8 @@ def audit(
     tradeoffs: list[TradeoffBound] = []
     bar = tqdm(total=len(attrs) * len(pairings), disable=not progress, desc="audit")
     views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
-    jobs = Jobs(workers, threads)
+    # Fits on a GPU stay in this process: a forked worker cannot use its CUDA context.
+    jobs = Jobs(workers, threads, processes=None if z.device.type == "cpu" else False)
     # Forked workers load scikit-learn themselves: the one that runs the classic fits.
     threads_load = any(f in CLASSIC_FAMILIES for f in families) and not jobs.forks
     sklearn_modules = CLASSIC_MODULES if threads_load else ()

@@ -14,14 +14,16 @@ about a second and a half of CPU): the worker imports them and then limits the n
 pools they bring, as ``attacker_threads`` does for the pools loaded before it. The audit sends
 all such fits to one worker, so one process pays for the import while the other fits.
 
-A run may start one worker early, on standby (:func:`start_standby`): forked before the run
-builds its dataset, it imports scikit-learn on the core that the dataset's generation leaves
-idle, and the audit's ForkedWorkers adopts it (with the same thread count) as its worker 0,
-which the calls needing those modules then go to. The fits it runs are the same pickled calls,
-so nothing in the results depends on it.
+A run may start workers early, on standby (:func:`start_standby`): forked before the run
+builds its dataset, the first imports scikit-learn on the core that the dataset's generation
+leaves idle, and the audit's ForkedWorkers adopts them (with the same thread count) as its
+first workers, worker 0 taking the calls needing those modules. The fits they run are the same
+pickled calls, so nothing in the results depends on them.
 
-Forking is used only where it is safe: on Linux, for CPU fits, before CUDA is initialised
-(a forked child cannot use the parent's CUDA context).
+Forking is used only where it is safe: on Linux, for CPU fits, before CUDA is initialised (a
+forked child cannot use the parent's CUDA context, and freeing an inherited CUDA tensor there
+would call into it). A GPU run therefore starts all its audit workers on standby, before CUDA
+starts; the audit then adopts them and forks none.
 """
 
 from __future__ import annotations
@@ -41,7 +43,13 @@ from threadpoolctl import threadpool_limits
 
 from galfast.audit.threads import attacker_threads, load_modules
 
-__all__ = ["ForkedWorkers", "discard_standby", "forking_is_safe", "start_standby"]
+__all__ = [
+    "ForkedWorkers",
+    "discard_standby",
+    "forking_is_safe",
+    "standby_workers",
+    "start_standby",
+]
 
 
 def forking_is_safe() -> bool:
@@ -51,16 +59,16 @@ def forking_is_safe() -> bool:
 
 class ForkedWorkers:
     """``count`` forked processes, numbered from 0, running ``call``-ed functions with
-    ``threads`` intra-op threads each. Calls to different workers may run at once from
-    different threads; one worker takes one call at a time (the caller keeps to that)."""
+    ``threads`` intra-op threads each: the standby workers with that thread count first (see
+    :func:`start_standby`), then new ones, forked now (where :func:`forking_is_safe`). Calls to
+    different workers may run at once from different threads; one worker takes one call at a
+    time (the caller keeps to that)."""
 
     def __init__(self, count: int, threads: int) -> None:
         self._workers: list[tuple[int, Connection]] = []
         self._loaded: list[tuple[str, ...]] = []  # the modules each worker loaded
         try:
-            adopted = _adopt_standby(threads) if count > 0 else None
-            if adopted is not None:
-                pid, conn, modules = adopted
+            for pid, conn, modules in _adopt_standby(threads, count):
                 self._workers.append((pid, conn))
                 self._loaded.append(modules)
             while len(self._workers) < count:
@@ -116,53 +124,62 @@ class ForkedWorkers:
         self._loaded.clear()
 
 
-# The worker on standby: (pid, pipe, threads, modules), at most one.
+# The workers on standby, in order: (pid, pipe, threads, modules) each.
 _standby: list[tuple[int, Connection, int, tuple[str, ...]]] = []
 
 
-def start_standby(threads: int, modules: Sequence[str]) -> None:
-    """Forks one worker with ``threads`` intra-op threads now and has it load ``modules`` at
-    once while the caller goes on; the next :class:`ForkedWorkers` with that thread count adopts
-    it. Keeps a standby worker started alike, replaces another; does nothing where forking is
-    unsafe or fails."""
-    if _standby and _standby[0][2:] == (threads, tuple(modules)):
+def start_standby(threads: int, modules: Sequence[str], count: int = 1) -> None:
+    """Forks ``count`` workers with ``threads`` intra-op threads now; the first loads
+    ``modules`` at once while the caller goes on. The next :class:`ForkedWorkers` with that
+    thread count adopts them. Keeps standby workers started alike, replaces others; does
+    nothing where forking is unsafe, and keeps the workers forked so far where a fork fails."""
+    wanted = [(threads, tuple(modules))] + [(threads, ())] * (count - 1)
+    if [entry[2:] for entry in _standby] == wanted:
         return
     discard_standby()
     if not forking_is_safe():
         return
-    try:
-        pid, conn = _fork_worker(threads)
-    except OSError:  # no memory or process left: the audit forks its workers later
-        return
-    request = (tuple(modules), _nothing_more, (), {})
-    conn.send_bytes(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
-    _standby.append((pid, conn, threads, tuple(modules)))
+    for its_threads, its_modules in wanted:
+        try:
+            pid, conn = _fork_worker(its_threads)
+        except OSError:  # no memory or process left: the audit forks its workers later
+            return
+        request = (its_modules, _nothing_more, (), {})
+        conn.send_bytes(pickle.dumps(request, protocol=pickle.HIGHEST_PROTOCOL))
+        _standby.append((pid, conn, its_threads, its_modules))
+
+
+def standby_workers(threads: int) -> int:
+    """How many workers with ``threads`` threads are on standby."""
+    return sum(entry[2] == threads for entry in _standby)
 
 
 def discard_standby() -> None:
-    """Ends the standby worker, if any."""
+    """Ends the standby workers, if any."""
     while _standby:
         pid, conn, _, _ = _standby.pop()
         conn.close()
         _reap(pid)
 
 
-def _adopt_standby(threads: int) -> Optional[tuple[int, Connection, tuple[str, ...]]]:
-    """The standby worker (pid, pipe, modules) once its loading is done, if it has
-    ``threads`` threads and loaded its modules; else None (and it is ended)."""
-    if not _standby:
-        return None
-    pid, conn, its_threads, modules = _standby.pop()
-    if its_threads == threads:
-        try:
-            ok, _ = pickle.loads(conn.recv_bytes())  # waits for the import if still running
-        except (EOFError, OSError):
-            ok = False
-        if ok:
-            return pid, conn, modules
-    conn.close()
-    _reap(pid)
-    return None
+def _adopt_standby(threads: int, count: int) -> list[tuple[int, Connection, tuple[str, ...]]]:
+    """Up to ``count`` standby workers (pid, pipe, modules), in their order, each once its
+    loading is done, if it has ``threads`` threads and loaded its modules; the others are
+    ended. None are left on standby."""
+    adopted = []
+    while _standby:
+        pid, conn, its_threads, modules = _standby.pop(0)
+        if its_threads == threads and len(adopted) < count:
+            try:
+                ok, _ = pickle.loads(conn.recv_bytes())  # waits for the import if still running
+            except (EOFError, OSError):
+                ok = False
+            if ok:
+                adopted.append((pid, conn, modules))
+                continue
+        conn.close()
+        _reap(pid)
+    return adopted
 
 
 def _nothing_more() -> None:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional
 import torch
 from threadpoolctl import threadpool_limits
 
-from galfast.audit.forked_workers import ForkedWorkers, forking_is_safe
+from galfast.audit.forked_workers import ForkedWorkers, forking_is_safe, standby_workers
 from galfast.audit.threads import attacker_threads, load_modules
 
 __all__ = ["Jobs", "default_workers", "seeded_init"]
@@ -63,7 +63,8 @@ class Jobs:
     worker thread loads what is still missing.)
 
     ``processes``: whether the workers are forked processes (:mod:`galfast.audit.forked_workers`;
-    no GIL shared between fits) or threads; None picks processes where forking is safe. A
+    no GIL shared between fits) or threads; None picks processes where forking is safe, or
+    where standby workers forked before CUDA started are all the workers wanted. A
     process worker is forked at the first ``submit``; the calls and their arguments must then
     pickle (module-level functions, no closures)."""
 
@@ -77,7 +78,11 @@ class Jobs:
         self._free = list(range(workers))  # the workers not running a call
         self._bound: dict[str, int] = {}  # affinity -> its worker
         self._limits: list = []  # native pools limited after a call loaded them
-        self._processes = forking_is_safe() if processes is None else processes
+        if processes is None:
+            # Forking now is safe, or it is not needed: standby workers forked before CUDA
+            # started (a GPU run's, see forked_workers) are all the workers wanted.
+            processes = forking_is_safe() or standby_workers(threads) >= workers > 1
+        self._processes = processes
         self._forked: Optional[ForkedWorkers] = None
         self._reserved: list[int] = []  # forked workers that came with modules loaded
         if workers > 1:

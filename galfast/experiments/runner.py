@@ -187,13 +187,16 @@ _AUDIT_THREADS = 1
 
 
 def start_audit_worker(cfg: ExperimentConfig) -> None:
-    """Forks now the audit worker that will fit scikit-learn's attackers in ``cfg``'s run (a
-    strong audit on the CPU, with more than one worker): it imports scikit-learn (about 1.5 s
-    of CPU) while this process loads the dataset on one core, and the run's audit adopts it
-    (:func:`galfast.audit.forked_workers.start_standby`). Call it before the dataset loads;
-    elsewhere the import would compete with the training for the cores."""
-    if cfg.audit_strength == "strong" and cfg.device == "cpu" and default_workers() > 1:
-        start_standby(_AUDIT_THREADS, SKLEARN_MODULES)
+    """Forks now the audit workers of ``cfg``'s run (a strong audit with more than one worker):
+    the first imports scikit-learn (about 1.5 s of CPU) while this process loads the dataset on
+    one core, and the run's audit adopts them
+    (:func:`galfast.audit.forked_workers.start_standby`). A CPU run starts that one (the audit
+    forks the others); a GPU run starts all of them, since none may be forked once CUDA has
+    started. Call it before the dataset loads and before CUDA starts; elsewhere the import
+    would compete with the training for the cores."""
+    if cfg.audit_strength == "strong" and default_workers() > 1:
+        count = 1 if cfg.device == "cpu" else default_workers()
+        start_standby(_AUDIT_THREADS, SKLEARN_MODULES, count)
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
@@ -217,8 +220,11 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         torch.manual_seed(cfg.seed)
         resolved = replace(cfg, pretrain_epochs=prepared.pretrain_epochs)
         z, task = setup.train(resolved, dataset, attributes, epochs, progress)
+    # The attackers are small models: on the CPU, in forked workers, their thousands of small
+    # steps beat as many GPU kernel launches, so a GPU run's embeddings are audited there.
+    z_audit = z.cpu()
     audits = {
-        attribute.name: _audit_one(cfg, prepared, z, attribute, progress)
+        attribute.name: _audit_one(cfg, prepared, z_audit, attribute, progress)
         for attribute in attributes
     }
     primary = attributes[0].name
@@ -237,7 +243,7 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
         "seconds": time.perf_counter() - started,
     }
     class_names = tuple(getattr(dataset, "attribute_classes", {}).get(primary, ()))
-    return Outcome(record, z.cpu(), attributes[0], class_names)
+    return Outcome(record, z_audit, attributes[0], class_names)
 
 
 def _audit_one(
