@@ -103,7 +103,8 @@ def cupy_csr_pair(g, weight):
 def _cupy_mm(a, x):
     import cupy
 
-    return torch.as_tensor(a @ cupy.asarray(x), device=x.device)
+    # detach: torch refuses the CUDA array interface of a tensor that requires a gradient.
+    return torch.as_tensor(a @ cupy.asarray(x.detach()), device=x.device)
 
 
 def cupyx_fn(g, weight, adj_t, x):
