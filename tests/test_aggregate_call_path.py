@@ -4,17 +4,13 @@ checks that each route still makes."""
 
 from __future__ import annotations
 
-import importlib
-
 import pytest
 import torch
 from ref_aggregate import aggregate_ref
 
+import galfast._dtypes as dtypes
 from galfast import Graph
 from galfast.ops import aggregate, block_aggregate, sample_neighbors
-
-# The module, not the function galfast.ops re-exports under the same name.
-aggregate_module = importlib.import_module("galfast.ops.aggregate")
 
 
 def ref_aggregate(g, x, weight=None, reduce="sum", norm=None):
@@ -67,8 +63,8 @@ def test_the_graphs_own_weights_are_not_scanned_again_but_passed_ones_are(monkey
     g = _graph(weighted=True)
     x = torch.randn(4, 3)
     scans = []
-    scan = aggregate_module.all_finite
-    monkeypatch.setattr(aggregate_module, "all_finite", lambda t: scans.append(t) or scan(t))
+    scan = dtypes.all_finite
+    monkeypatch.setattr(dtypes, "all_finite", lambda t: scans.append(t) or scan(t))
     aggregate(g, x)  # the Graph scanned its weights when it was built
     assert scans == []
     aggregate(g, x, g.edge_weight.clone())
