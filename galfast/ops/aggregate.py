@@ -370,20 +370,9 @@ def apply_aggregate(
         col32 = int32_index(structure, "col", col) if int32 else None
         plan = _plan(structure, rowptr, col32, False) if on_cuda else None
         hub_rows = structure.hub_rows() if on_cuda and plan is None else _no_hub_rows(structure)
-        return launch_aggregate(
-            rowptr,
-            col,
-            col32,
-            None,
-            edge_weight,
-            row_scale,
-            col_scale,
-            hub_rows,
-            plan,
-            x,
-            None,
-            mode,
-        )[0]
+        # The forward reads only the CSR's inputs; row and the transpose are the backward's.
+        csr_only = (rowptr, col, col32, None, hub_rows, plan) + (None,) * 6
+        return _aggregate_forward(*csr_only, x, edge_weight, row_scale, col_scale, mode)[0]
     if traced:
         graph_tensors = _graph_tensors(structure, on_cuda, int32)
         return _aggregate_op(*graph_tensors, x, edge_weight, row_scale, col_scale, mode)[0]
