@@ -158,3 +158,23 @@ def test_jobs_take_processes_after_cuda_started_only_from_enough_standby_workers
         assert {f.result()[0] for f in futures} <= pids
     finally:
         jobs.close()
+
+
+def test_a_lost_standby_worker_after_cuda_started_means_threads(monkeypatch):
+    # One of two standby workers dies; forking is refused (CUDA started): the workers are
+    # not completed by a fork, the adopted one is ended, and the jobs run on threads.
+    jobs_module = importlib.import_module("galfast.audit.jobs")
+    start_standby(1, (MODULE,), count=2)
+    pids = [entry[0] for entry in forked_workers._standby]
+    os.kill(pids[1], 9)
+    monkeypatch.setattr(forked_workers, "forking_is_safe", lambda: False)
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: False)
+    _no_more_forks(monkeypatch)
+    jobs = Jobs(2, 1)
+    try:
+        assert jobs.forks  # two standby workers were there when the jobs were made
+        result = jobs.submit(_pid_and_loaded, "json", cost=1.0).result()
+        assert result[0] == os.getpid() and not jobs.forks
+    finally:
+        jobs.close()
+    assert not any(_alive(pid) for pid in pids)

@@ -60,9 +60,9 @@ def forking_is_safe() -> bool:
 class ForkedWorkers:
     """``count`` forked processes, numbered from 0, running ``call``-ed functions with
     ``threads`` intra-op threads each: the standby workers with that thread count first (see
-    :func:`start_standby`), then new ones, forked now (where :func:`forking_is_safe`). Calls to
-    different workers may run at once from different threads; one worker takes one call at a
-    time (the caller keeps to that)."""
+    :func:`start_standby`), then new ones, forked now: OSError where :func:`forking_is_safe`
+    says no. Calls to different workers may run at once from different threads; one worker
+    takes one call at a time (the caller keeps to that)."""
 
     def __init__(self, count: int, threads: int) -> None:
         self._workers: list[tuple[int, Connection]] = []
@@ -72,6 +72,8 @@ class ForkedWorkers:
                 self._workers.append((pid, conn))
                 self._loaded.append(modules)
             while len(self._workers) < count:
+                if not forking_is_safe():  # a standby worker was lost after CUDA started
+                    raise OSError("an audit worker is missing and forking is unsafe now")
                 self._workers.append(_fork_worker(threads))
                 self._loaded.append(())
         except BaseException:

@@ -114,7 +114,7 @@ class Jobs:
             # the children would inherit taken.
             try:
                 self._forked = ForkedWorkers(self._workers, self._threads)
-            except OSError:  # no memory or process left to fork: threads give the same
+            except OSError:  # no fork possible or safe (a lost standby worker): threads do
                 self._processes = False
             else:
                 # Workers that loaded modules already are kept for the calls needing them.
