@@ -117,6 +117,14 @@ def test_an_index_outside_int32_gets_no_copy(values, fits):
         assert copy.dtype == torch.int32 and torch.equal(copy.long(), index)
 
 
+@pytest.mark.parametrize("bound, fits", [(4, True), (2**31, True), (2**31 + 1, False)])
+def test_a_bound_decides_without_reading_the_values(bound, fits):
+    # The GPU's rule (reading values would synchronise): the structure's bound decides. The
+    # -1 would fail the value check, so a copy shows the values were not read.
+    copy = int32_index(_Structure(), "col", torch.tensor([-1, 3]), bound)
+    assert (copy is not None) == fits
+
+
 def test_blocks_use_their_own_int32_copies():
     g = Graph.from_edge_index(torch.randint(0, 60, (2, 500), generator=torch.Generator()), 60)
     x = torch.randn(60, 9, dtype=torch.float64)

@@ -367,30 +367,32 @@ def apply_aggregate(
     int32 = mode == _SUM and not traced
     if not traced and not wants_grad:
         rowptr, col = structure.rowptr, structure.col
-        col32 = int32_index(structure, "col", col) if int32 else None
+        col32 = _index32(structure, "col", col, x.size(0), on_cuda) if int32 else None
         plan = _plan(structure, rowptr, col32, False) if on_cuda else None
         hub_rows = structure.hub_rows() if on_cuda and plan is None else _no_hub_rows(structure)
         # The forward reads only the CSR's inputs; row and the transpose are the backward's.
         csr_only = (rowptr, col, col32, None, hub_rows, plan) + (None,) * 6
         return _aggregate_forward(*csr_only, x, edge_weight, row_scale, col_scale, mode)[0]
     if traced:
-        graph_tensors = _graph_tensors(structure, on_cuda, int32)
+        graph_tensors = _graph_tensors(structure, x.size(0), on_cuda, int32)
         return _aggregate_op(*graph_tensors, x, edge_weight, row_scale, col_scale, mode)[0]
     # The structure is immutable: its graph tensors are gathered once (a few microseconds a
     # call on a small graph).
     graph_tensors = structure.cached(
-        ("aggregate inputs", on_cuda, int32), lambda: _graph_tensors(structure, on_cuda, int32)
+        ("aggregate inputs", on_cuda, int32),
+        lambda: _graph_tensors(structure, x.size(0), on_cuda, int32),
     )
     return _AggregateEager.apply(graph_tensors, x, edge_weight, row_scale, col_scale, mode)
 
 
-def _graph_tensors(structure: Any, on_cuda: bool, int32: bool) -> tuple:
+def _graph_tensors(structure: Any, num_src: int, on_cuda: bool, int32: bool) -> tuple:
     """The op's twelve graph inputs: the CSR (with its int32 copy where `int32`), the transpose
     (likewise), and for each the CUDA hub rows and segment plan (empty and None on the CPU)."""
     empty = _no_hub_rows(structure)
     colptr, csc_row, csc_edge_id = transpose_of(structure)
-    col32 = int32_index(structure, "col", structure.col) if int32 else None
-    csc_row32 = int32_index(structure, "csc_row", csc_row) if int32 else None
+    num_dst = structure.rowptr.numel() - 1
+    col32 = _index32(structure, "col", structure.col, num_src, on_cuda) if int32 else None
+    csc_row32 = _index32(structure, "csc_row", csc_row, num_dst, on_cuda) if int32 else None
     return (
         structure.rowptr,
         structure.col,
@@ -410,7 +412,15 @@ def _graph_tensors(structure: Any, on_cuda: bool, int32: bool) -> tuple:
 def _plan(structure: Any, rowptr: Tensor, index32: Optional[Tensor], transposed: bool):
     """The CUDA sum's segment plan of one direction, or None where that direction has no int32
     index (the segment kernel reads only int32 columns) or none is wanted."""
-    return None if index32 is None else segment_plan(structure, rowptr, transposed)
+    if index32 is None:
+        return None
+    return segment_plan(structure, rowptr, index32.numel(), transposed)
+
+
+def _index32(structure: Any, name: str, index: Tensor, bound: int, on_cuda: bool):
+    """:func:`int32_index`; on a GPU from the structure's bound on the values (a checked Graph
+    or a Block keeps its indices below it), since reading them would synchronise."""
+    return int32_index(structure, name, index, bound if on_cuda else None)
 
 
 def transpose_of(structure: Any) -> tuple[Tensor, Tensor, Tensor]:
@@ -420,7 +430,9 @@ def transpose_of(structure: Any) -> tuple[Tensor, Tensor, Tensor]:
     return structure.transpose()
 
 
-def int32_index(structure: Any, name: str, index: Tensor) -> Optional[Tensor]:
+def int32_index(
+    structure: Any, name: str, index: Tensor, bound: Optional[int] = None
+) -> Optional[Tensor]:
     """`index` (the structure's int64 ``col`` or transposed ``row``, called `name`) as int32,
     cached on the structure (a Graph or a Block: both immutable), or None when a value lies
     outside [0, 2^31) (the kernel then reads and checks the int64 index). The sum kernels read
@@ -429,14 +441,18 @@ def int32_index(structure: Any, name: str, index: Tensor) -> Optional[Tensor]:
     copy's values on every call, like any index (the CUDA kernels trust a graph's checked
     indices, int64 or int32); an edit of the int64 tensor behind its version counter
     after the copy was made is not seen by the sum (as the walk's private adjacency). Not for
-    traced code: the range check reads the values on the host."""
-    return structure.cached(("int32", name), lambda: _int32_copy(index))
+    traced code: the range check reads the values on the host. With ``bound`` (an exclusive
+    upper limit the structure guarantees for the values) nothing is read: the copy is made
+    where the bound fits int32."""
+    return structure.cached(("int32", name), lambda: _int32_copy(index, bound))
 
 
-def _int32_copy(index: Tensor) -> Optional[Tensor]:
-    fits = index.numel() == 0 or (
-        int(index.min()) >= 0 and int(index.max()) <= torch.iinfo(torch.int32).max
-    )
+def _int32_copy(index: Tensor, bound: Optional[int]) -> Optional[Tensor]:
+    int32_max = torch.iinfo(torch.int32).max
+    if bound is not None:
+        fits = bound <= int32_max + 1
+    else:
+        fits = index.numel() == 0 or (int(index.min()) >= 0 and int(index.max()) <= int32_max)
     return index.to(torch.int32) if fits else None
 
 

@@ -64,10 +64,10 @@ def _warp_slots(device_index: int) -> int:
     return props.multi_processor_count * props.max_threads_per_multi_processor // 32
 
 
-def segment_plan(structure: Any, rowptr: Tensor, transposed: bool) -> Tensor:
-    """The plan of `structure`'s CSR (``rowptr``) or of its transpose, cached on the structure
-    (a Graph or a Block: both immutable)."""
+def segment_plan(structure: Any, rowptr: Tensor, num_edges: int, transposed: bool) -> Tensor:
+    """The plan of `structure`'s CSR (``rowptr`` over ``num_edges`` edges) or of its transpose,
+    cached on the structure (a Graph or a Block: both immutable)."""
     return structure.cached(
         ("segment plan", transposed),
-        lambda: build_segment_plan(rowptr, segment_edges(int(rowptr[-1]), rowptr.device)),
+        lambda: build_segment_plan(rowptr, segment_edges(num_edges, rowptr.device)),
     )
