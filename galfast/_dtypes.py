@@ -31,7 +31,7 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
 
 def check_float_dtype(name: str, tensor: torch.Tensor) -> None:
     """Raises a ValueError naming `name` when its dtype is not supported on its device."""
-    allowed = CUDA_DTYPES if tensor.device.type == "cuda" else CPU_DTYPES
+    allowed = CUDA_DTYPES if tensor.is_cuda else CPU_DTYPES
     if tensor.dtype not in allowed:
         names = ", ".join(str(d).replace("torch.", "") for d in allowed)
         raise ValueError(

@@ -36,6 +36,25 @@ def _aggregate_outputs(rowptr: Tensor, x: Tensor, mode: int) -> tuple[Tensor, Te
     return x.new_empty(num_rows, x.size(1)), x.new_empty(arg_shape, dtype=torch.long)
 
 
+def _new_outputs(rowptr: Tensor, x: Tensor, mode: int) -> tuple[Tensor, Tensor]:
+    """:func:`_aggregate_outputs` for a launch: a sum's empty arg is one tensor per device,
+    shared by every call (no kernel writes it, nothing reads it), since allocating it was a
+    tenth of a small graph's call (issue 19). Traced code allocates its own (the fake kernel)."""
+    if mode == _MAX or tracing():
+        return _aggregate_outputs(rowptr, x, mode)
+    return x.new_empty(rowptr.size(0) - 1, x.size(1)), _no_arg(x.device)
+
+
+def _no_arg(device: torch.device) -> Tensor:
+    arg = _NO_ARG.get(device)
+    if arg is None:
+        arg = _NO_ARG[device] = torch.empty(0, dtype=torch.long, device=device)
+    return arg
+
+
+_NO_ARG: dict[torch.device, Tensor] = {}
+
+
 def launch_aggregate(
     rowptr: Tensor,
     col: Tensor,
@@ -55,7 +74,7 @@ def launch_aggregate(
     same indices as int32 or None, is what the sum reads instead of `col` when given. On CUDA,
     `segments` (a sum's segment plan, ops/segment_plan.py, with `col32`) picks the segment
     kernel; without one the row and hub kernels run over `hub_rows`."""
-    out, arg = _aggregate_outputs(rowptr, x, mode)
+    out, arg = _new_outputs(rowptr, x, mode)
     # Every field in one constructor call (AggregateParams' order): on a small graph one
     # attribute set per field was a fifth of the call.
     p = _C.AggregateParams(
@@ -357,7 +376,7 @@ def apply_aggregate(
     Three routes to the same kernel: the custom op while tracing; the eager autograd.Function
     when a gradient is wanted; and a plain launch when none is (inference, frozen features),
     which skips autograd's bookkeeping and the transpose that only the backward reads."""
-    on_cuda = x.device.type == "cuda"
+    on_cuda = x.is_cuda
     traced = tracing()
     wants_grad = torch.is_grad_enabled() and (
         x.requires_grad or (edge_weight is not None and edge_weight.requires_grad)
@@ -366,12 +385,10 @@ def apply_aggregate(
     # are made on the host once per graph, so not while tracing.
     int32 = mode == _SUM and not traced
     if not traced and not wants_grad:
-        rowptr, col = structure.rowptr, structure.col
-        col32 = _index32(structure, "col", col, x.size(0), on_cuda) if int32 else None
-        plan = _plan(structure, rowptr, col32, False) if on_cuda else None
-        hub_rows = structure.hub_rows() if on_cuda and plan is None else _no_hub_rows(structure)
-        # The forward reads only the CSR's inputs; row and the transpose are the backward's.
-        csr_only = (rowptr, col, col32, None, hub_rows, plan) + (None,) * 6
+        csr_only = structure.cached(
+            ("aggregate CSR inputs", on_cuda, int32),
+            lambda: _csr_tensors(structure, x.size(0), on_cuda, int32),
+        )
         return _aggregate_forward(*csr_only, x, edge_weight, row_scale, col_scale, mode)[0]
     if traced:
         graph_tensors = _graph_tensors(structure, x.size(0), on_cuda, int32)
@@ -383,6 +400,16 @@ def apply_aggregate(
         lambda: _graph_tensors(structure, x.size(0), on_cuda, int32),
     )
     return _AggregateEager.apply(graph_tensors, x, edge_weight, row_scale, col_scale, mode)
+
+
+def _csr_tensors(structure: Any, num_src: int, on_cuda: bool, int32: bool) -> tuple:
+    """The op's twelve graph inputs as a forward without a backward takes them: the CSR's, with
+    None for row and the transpose, which only the backward reads (not built here)."""
+    rowptr, col = structure.rowptr, structure.col
+    col32 = _index32(structure, "col", col, num_src, on_cuda) if int32 else None
+    plan = _plan(structure, rowptr, col32, False) if on_cuda else None
+    hub_rows = structure.hub_rows() if on_cuda and plan is None else _no_hub_rows(structure)
+    return (rowptr, col, col32, None, hub_rows, plan) + (None,) * 6
 
 
 def _graph_tensors(structure: Any, num_src: int, on_cuda: bool, int32: bool) -> tuple:
