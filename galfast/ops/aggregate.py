@@ -100,9 +100,10 @@ def launch_aggregate(
     )
     if segments is not None:
         num_rows = rowptr.numel() - 1
-        p.segments, p.num_segments = segments.data_ptr(), num_segments(segments, num_rows)
-        if p.num_segments > num_rows:  # a split row: its segments' sums meet in `partial`
-            partial = x.new_empty(p.num_segments, x.size(1), dtype=accumulation_dtype(x.dtype))
+        count = num_segments(segments, num_rows)
+        p.segments, p.num_segments = segments.data_ptr(), count
+        if count > num_rows:  # a split row: its segments' sums meet in `partial`
+            partial = x.new_empty(count, x.size(1), dtype=accumulation_dtype(x.dtype))
             p.partial = partial.data_ptr()
     run_kernel("aggregate", p, x.device)
     return out, arg
