@@ -28,15 +28,13 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
-#include <new>
 #include <utility>
 #include <vector>
 
 #include "common/csr_check.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/scratch.h"
 #include "common/unroll.h"
 
 // Everything included above is compiled for the baseline instruction set: the linker keeps one
@@ -219,20 +217,15 @@ int64_t last_tile(int64_t F) {
   return F >= 8 && rest < 8 ? 8 : rest;
 }
 
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-
-// The pre-scaled copy of x (see the header comment): fills s.head/tail and their strides.
-std::unique_ptr<float, FreeDeleter> fold_col_scale(const AggregateParams& p, Rows& s) {
+// The pre-scaled copy of x (see the header comment), in the calling thread's scratch memory or
+// `fallback` (a copy allocated per call cost page faults on every call: see aggregate_sum_cpu.h):
+// fills s.head/tail and their strides.
+void fold_col_scale(const AggregateParams& p, Rows& s, std::vector<float>& fallback) {
   const int64_t F = p.num_features, N = p.num_cols;
   const int64_t head = F < kMaxTile ? F / 16 * 16 : (F + 15) / 16 * 16;
   const int64_t tail = F < kMaxTile ? tail_lanes(static_cast<int>(F)) : 0;
-  const size_t bytes = static_cast<size_t>(N * (head + tail)) * sizeof(float);
-  void* memory = std::aligned_alloc(kCacheLine, (bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
-  if (!memory && bytes > 0) throw std::bad_alloc();
-  std::unique_ptr<float, FreeDeleter> copy(static_cast<float*>(memory));
-  float* __restrict dst_head = copy.get();
+  float* const copy = scratch_memory(static_cast<size_t>(N * (head + tail)), fallback);
+  float* __restrict dst_head = copy;
   float* __restrict dst_tail = dst_head + N * head;  // 64-byte aligned: head is a multiple of 16
   const float* __restrict x = static_cast<const float*>(p.x);
   const float* __restrict scale = static_cast<const float*>(p.col_scale);
@@ -250,7 +243,6 @@ std::unique_ptr<float, FreeDeleter> fold_col_scale(const AggregateParams& p, Row
   s.tail = tail > 0 ? dst_tail : nullptr;
   s.tail_stride = tail;
   s.col_scale = nullptr;
-  return copy;
 }
 
 }  // namespace
@@ -270,10 +262,8 @@ void sum(const AggregateParams& p) {
          p.num_features};
   // The AVX2 kernel's rule: the copy costs one multiply per source feature, and saves a gather
   // and a multiply per edge.
-  std::unique_ptr<float, FreeDeleter> copy;
-  if (p.col_scale && p.num_edges >= 2 * p.num_cols) {
-    copy = fold_col_scale(p, s);
-  }
+  std::vector<float> fallback;
+  if (p.col_scale && p.num_edges >= 2 * p.num_cols) fold_col_scale(p, s, fallback);
   const auto check = [&](int64_t first, int64_t last) {
     const EdgeRange edges = checked_rows("aggregate", "rowptr", p.rowptr, first, last, p.num_edges);
     check_indices("aggregate", "col", p.col32, edges.begin, edges.end, p.num_cols);

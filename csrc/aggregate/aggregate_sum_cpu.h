@@ -19,16 +19,15 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <new>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "aggregate/aggregate.h"
 #include "common/parallel.h"
 #include "common/prefetch.h"
+#include "common/scratch.h"
 #include "common/unroll.h"
 
 // GCC warns (baseline build) that a 32-byte vector returned by value changes the ABI without
@@ -233,19 +232,6 @@ void sum_row(const SumRows<T, typename Kind::Index>& s, int64_t r) {
   }
 }
 
-// An uninitialised array of n T on whole cache lines (as torch aligns x: a 64-byte row then
-// spans one line, not two), freed by FreeDeleter.
-struct FreeDeleter {
-  void operator()(void* p) const { std::free(p); }
-};
-template <typename T>
-T* cache_aligned_array(int64_t n) {
-  const size_t bytes = static_cast<size_t>(n) * sizeof(T);
-  void* p = std::aligned_alloc(kCacheLine, (bytes + kCacheLine - 1) / kCacheLine * kCacheLine);
-  if (!p && bytes > 0) throw std::bad_alloc();
-  return static_cast<T*>(p);
-}
-
 // Whether pre-scaling x by col_scale (one multiply per source feature) costs less than the
 // per-edge gather and multiply it saves.
 inline bool fold_pays(const AggregateParams& p) {
@@ -265,7 +251,7 @@ void sum_rows_by(const AggregateParams& p, const Index* col, const CheckChunk& c
                       p.num_features,
                       p.num_features};
   constexpr bool kSpecialised = std::is_same_v<Index, int32_t> && std::is_same_v<T, float>;
-  std::unique_ptr<T, FreeDeleter> scaled;
+  std::vector<T> fallback;
   if (fold_pays(p)) {
     const int64_t F = p.num_features;
     // The specialised variants read the copy with rows padded with zeros to whole vectors when
@@ -278,14 +264,17 @@ void sum_rows_by(const AggregateParams& p, const Index* col, const CheckChunk& c
     const bool pad =
         kSpecialised && F > kLanes && F < kMaxTileBytes / int64_t(sizeof(T)) && F % kLanes != 0;
     const int64_t stride = pad ? (F + kLanes - 1) / kLanes * kLanes : F;
-    scaled.reset(cache_aligned_array<T>(p.num_cols * stride));
-    T* __restrict dst = scaled.get();
+    // The copy lives in the calling thread's scratch memory, 64-byte aligned as torch aligns x
+    // (a 64-byte row then spans one line, not two). Allocated per call instead, its megabytes
+    // were freed back to the system and faulted in again on every call: PubMed-size, F = 16,
+    // 584 page faults and 2.3 ms a call instead of 0.3 ms on a VM (docs/benchmarks.md).
+    T* __restrict dst = scratch_memory(static_cast<size_t>(p.num_cols * stride), fallback);
 #pragma omp parallel for schedule(static) num_threads(max_threads())
     for (int64_t c = 0; c < p.num_cols; ++c) {
       for (int64_t k = 0; k < F; ++k) dst[c * stride + k] = s.col_scale[c] * s.x[c * F + k];
       for (int64_t k = F; k < stride; ++k) dst[c * stride + k] = T(0);
     }
-    s.x = scaled.get();
+    s.x = dst;
     s.x_stride = stride;
     s.col_scale = nullptr;
   }
