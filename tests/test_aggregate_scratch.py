@@ -7,6 +7,7 @@ import sys
 import textwrap
 
 import pytest
+from same_galfast import GALFAST_PARENT, same_galfast_env
 
 # Runs in a fresh process whose malloc hands every block over 64 KiB to mmap and back (as glibc
 # does by default until its threshold adapts, and again whenever the heap is trimmed), then
@@ -48,7 +49,12 @@ _FAULTS_PER_CALL = textwrap.dedent(
 def test_the_folded_copy_is_not_faulted_in_on_every_call(features, dtype):
     script = _FAULTS_PER_CALL.format(features=features, dtype=dtype)
     result = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", script],
+        cwd=GALFAST_PARENT,
+        env=same_galfast_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     faults, copy_pages, same = result.stdout.split()
