@@ -14,14 +14,12 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
-import warnings
 
 import conftest  # noqa: F401  (pins the heap)
 import torch
-from graphs import pubmed_like
+from bench_aggregate import IMPLS, features, setup
 
-from galfast import Graph
-from galfast.ops import aggregate
+PEERS = ("galfast", "torch.sparse.mm_int32_cachedT")
 
 
 def main() -> None:
@@ -30,29 +28,9 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=300)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    edge_index, n = pubmed_like()
-    g = Graph.from_edge_index(edge_index, n)
-    scale = g.degree_scale("gcn", torch.float32)
-    weight = scale[g.row] * scale[g.col]
-    with warnings.catch_warnings():  # torch calls its sparse CSR support beta
-        warnings.simplefilter("ignore", UserWarning)
-        adj = torch.sparse_csr_tensor(g.rowptr.int(), g.col.int(), weight, (n, n))
-        adj_t = adj.t().to_sparse_csr()
-
-    class CachedTransposeSpmm(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            return torch.sparse.mm(adj, x)
-
-        @staticmethod
-        def backward(ctx, grad):
-            return torch.sparse.mm(adj_t, grad)
-
-    x = torch.randn(n, args.features, requires_grad=True)
-    impls = {
-        "galfast": lambda: aggregate(g, x, norm="gcn"),
-        "torch.sparse.mm_int32_cachedT": lambda: CachedTransposeSpmm.apply(x),
-    }
+    g, weight, adj_t = setup("pubmed", "cpu")
+    x = features(g.num_nodes, args.features, "cpu", backward=True)
+    impls = {name: (lambda fn=IMPLS[name]: fn(g, weight, adj_t, x)) for name in PEERS}
     times = {name: {"fwd": [], "ones_like": [], "bwd": []} for name in impls}
     for step in range(args.steps):
         for name, forward in impls.items():
