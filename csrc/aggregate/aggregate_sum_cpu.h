@@ -267,7 +267,7 @@ void sum_rows_by(const AggregateParams& p, const Index* col, const CheckChunk& c
     // The copy lives in the calling thread's scratch memory, 64-byte aligned as torch aligns x
     // (a 64-byte row then spans one line, not two). Allocated per call instead, its megabytes
     // were freed back to the system and faulted in again on every call: PubMed-size, F = 16,
-    // 584 page faults and 2.3 ms a call instead of 0.3 ms on a VM (docs/benchmarks.md).
+    // 584 page faults and about 1.9 ms a call instead of 0.4 ms on a VM (docs/benchmarks.md).
     T* __restrict dst = scratch_memory(static_cast<size_t>(p.num_cols * stride), fallback);
 #pragma omp parallel for schedule(static) num_threads(max_threads())
     for (int64_t c = 0; c < p.num_cols; ++c) {
