@@ -2,6 +2,7 @@
 across calls: allocated per call, a large copy went back to the system on every free and was
 faulted in again on the next call (a call 5-7x slower on a VM; docs/benchmarks.md)."""
 
+import platform
 import subprocess
 import sys
 import textwrap
@@ -44,7 +45,7 @@ _FAULTS_PER_CALL = textwrap.dedent(
 )
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs glibc's mallopt")
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc", reason="needs glibc's mallopt")
 @pytest.mark.parametrize("features,dtype", [(16, "float32"), (20, "float32"), (20, "float64")])
 def test_the_folded_copy_is_not_faulted_in_on_every_call(features, dtype):
     script = _FAULTS_PER_CALL.format(features=features, dtype=dtype)

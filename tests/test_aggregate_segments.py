@@ -140,3 +140,38 @@ def test_segment_length_is_a_bounded_power_of_two():
     lengths = [segment_edges(e, device) for e in (0, 1000, 10**6, 10**8, 10**11)]
     assert lengths == sorted(lengths) and lengths[0] == 32 and lengths[-1] == 4096
     assert all(length & (length - 1) == 0 for length in lengths)
+
+
+# ---------------------------------------------------------------- the op's graph inputs
+@pytest.mark.parametrize("mode", ["sum", "max"])
+def test_cuda_inputs_hold_a_plan_for_the_sum_and_hub_rows_otherwise(monkeypatch, mode):
+    """What apply_aggregate hands the CUDA kernels, per direction (checked on a CPU graph with
+    the GPU's size query stubbed): a sum gets its int32 copy and plan and no hub list (listing
+    hubs syncs with the GPU, and the segment kernel reads none); max, which has no int32 copy,
+    gets the hub rows and no plan."""
+    import galfast.ops.segment_plan as segment_plan_module
+    from galfast.ops.aggregate import _csr_tensors, _graph_tensors
+
+    monkeypatch.setattr(segment_plan_module, "_warp_slots", lambda device_index: 4)
+    edge_index, n = awkward_graphs()["hub"]  # node 0 has 3,000 in-edges
+    g = Graph.from_edge_index(edge_index, n)
+    int32 = mode == "sum"
+    full = _graph_tensors(g, n, on_cuda=True, int32=int32)
+    csr_only = _csr_tensors(g, n, on_cuda=True, int32=int32)
+    assert len(full) == len(csr_only) == 12
+    for i in range(6):  # the forward's CSR inputs are the same objects on both routes
+        assert csr_only[i] is full[i] or (i == 3 and csr_only[i] is None)
+    assert all(t is None for t in csr_only[6:])
+    for index32, hub_rows, plan, ptr in (
+        (full[2], full[4], full[5], g.rowptr),
+        (full[8], full[10], full[11], full[6]),
+    ):
+        if int32:
+            assert index32 is not None and index32.dtype == torch.int32
+            assert plan is not None and num_segments(plan, n) >= n
+            assert hub_rows.numel() == 0
+        else:
+            assert index32 is None and plan is None
+            assert torch.equal(hub_rows, (ptr.diff() > _C.HUB_DEGREE).nonzero().view(-1))
+    if not int32:
+        assert full[4].tolist() == [0]  # the CSR's hub; the transpose has none

@@ -406,35 +406,58 @@ def apply_aggregate(
 def _csr_tensors(structure: Any, num_src: int, on_cuda: bool, int32: bool) -> tuple:
     """The op's twelve graph inputs as a forward without a backward takes them: the CSR's, with
     None for row and the transpose, which only the backward reads (not built here)."""
-    rowptr, col = structure.rowptr, structure.col
-    col32 = _index32(structure, "col", col, num_src, on_cuda) if int32 else None
-    plan = _plan(structure, rowptr, col32, False) if on_cuda else None
-    hub_rows = structure.hub_rows() if on_cuda and plan is None else _no_hub_rows(structure)
-    return (rowptr, col, col32, None, hub_rows, plan) + (None,) * 6
+    col32, hub_rows, plan = _direction(
+        structure, structure.rowptr, structure.col, num_src, on_cuda, int32, False
+    )
+    return (structure.rowptr, structure.col, col32, None, hub_rows, plan) + (None,) * 6
 
 
 def _graph_tensors(structure: Any, num_src: int, on_cuda: bool, int32: bool) -> tuple:
-    """The op's twelve graph inputs: the CSR (with its int32 copy where `int32`), the transpose
-    (likewise), and for each the CUDA hub rows and segment plan (empty and None on the CPU)."""
-    empty = _no_hub_rows(structure)
+    """The op's twelve graph inputs: for the CSR and for the transpose, the pointers, indices,
+    int32 copy (where `int32`), hub rows and CUDA segment plan (see :func:`_direction`)."""
     colptr, csc_row, csc_edge_id = transpose_of(structure)
     num_dst = structure.rowptr.numel() - 1
-    col32 = _index32(structure, "col", structure.col, num_src, on_cuda) if int32 else None
-    csc_row32 = _index32(structure, "csc_row", csc_row, num_dst, on_cuda) if int32 else None
+    col32, hub_rows, plan = _direction(
+        structure, structure.rowptr, structure.col, num_src, on_cuda, int32, False
+    )
+    csc_row32, csc_hub_rows, csc_plan = _direction(
+        structure, colptr, csc_row, num_dst, on_cuda, int32, True
+    )
     return (
         structure.rowptr,
         structure.col,
         col32,
         structure.row,
-        structure.hub_rows() if on_cuda else empty,
-        _plan(structure, structure.rowptr, col32, False) if on_cuda else None,
+        hub_rows,
+        plan,
         colptr,
         csc_row,
         csc_row32,
         csc_edge_id,
-        structure.hub_rows(transposed=True) if on_cuda else empty,
-        _plan(structure, colptr, csc_row32, True) if on_cuda else None,
+        csc_hub_rows,
+        csc_plan,
     )
+
+
+def _direction(
+    structure: Any,
+    ptr: Tensor,
+    index: Tensor,
+    bound: int,
+    on_cuda: bool,
+    int32: bool,
+    transposed: bool,
+) -> tuple[Optional[Tensor], Tensor, Optional[Tensor]]:
+    """(index32, hub_rows, plan) of one direction (the CSR, or the transpose): the int32 copy of
+    `index` where `int32`; on CUDA the sum's segment plan where there is that copy, else the hub
+    rows the row kernels read (a plan's sum reads none, and listing them syncs with the GPU);
+    on the CPU an empty hub list and no plan."""
+    name = "csc_row" if transposed else "col"
+    index32 = _index32(structure, name, index, bound, on_cuda) if int32 else None
+    plan = _plan(structure, ptr, index32, transposed) if on_cuda else None
+    if on_cuda and plan is None:
+        return index32, structure.hub_rows(transposed), None
+    return index32, _no_hub_rows(structure), plan
 
 
 def _plan(structure: Any, rowptr: Tensor, index32: Optional[Tensor], transposed: bool):
