@@ -114,15 +114,17 @@ class ParallelErrors {
   std::exception_ptr error_;
 };
 
-// Runs body(r) for every row r in [0, num_rows) of a CSR (or CSC) pointer array: rows in
-// edge-balanced chunks (balanced_row_chunks), 16 per thread, handed out dynamically; one thread
-// runs a whole row. check_chunk(first, last) runs before a chunk's rows: the kernels check the
-// indices a chunk gathers by there, in one long vectorised pass (per row, the same checks cost
-// 10-25% of the aggregation on rows of ~10 edges). Instantiated in each kernel's translation
-// unit with that unit's lambdas, so the baseline and AVX2 builds each get their own copy. An
-// exception (a bad index, a failed allocation) stops the remaining chunks and is rethrown here.
-template <typename CheckChunk, typename Body>
-void for_each_row(const int64_t* rowptr, int64_t num_rows, CheckChunk check_chunk, Body body) {
+// Runs chunk_body(first, last) for edge-balanced chunks [first, last) covering the rows [0,
+// num_rows) of a CSR (or CSC) pointer array (balanced_row_chunks), 16 per thread, handed out
+// dynamically; one thread runs a whole chunk. check_chunk(first, last) runs before a chunk's
+// body: the kernels check the indices a chunk gathers by there, in one long vectorised pass
+// (per row, the same checks cost 10-25% of the aggregation on rows of ~10 edges). Instantiated
+// in each kernel's translation unit with that unit's lambdas, so the baseline and AVX2 builds
+// each get their own copy. An exception (a bad index, a failed allocation) stops the remaining
+// chunks and is rethrown here.
+template <typename CheckChunk, typename ChunkBody>
+void for_each_chunk(const int64_t* rowptr, int64_t num_rows, CheckChunk check_chunk,
+                    ChunkBody chunk_body) {
   const int threads = max_threads();
   const std::vector<int64_t> chunks = balanced_row_chunks(rowptr, num_rows, 16 * threads);
   const int64_t num_chunks = static_cast<int64_t>(chunks.size()) - 1;
@@ -130,16 +132,24 @@ void for_each_row(const int64_t* rowptr, int64_t num_rows, CheckChunk check_chun
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
   for (int64_t k = 0; k < num_chunks; ++k) {
     if (errors.failed()) continue;
-    // The try block holds the plain loop, not a lambda around it: wrapped in one, the rows'
+    // The try block holds the plain calls, not a lambda around them: wrapped in one, the rows'
     // bodies were compiled ~30% slower (measured on the aggregation).
     try {
       check_chunk(chunks[k], chunks[k + 1]);
-      for (int64_t r = chunks[k]; r < chunks[k + 1]; ++r) body(r);
+      chunk_body(chunks[k], chunks[k + 1]);
     } catch (...) {
       errors.capture();
     }
   }
   errors.rethrow();
+}
+
+// for_each_chunk with body(r) run for each row r of a chunk in turn.
+template <typename CheckChunk, typename Body>
+void for_each_row(const int64_t* rowptr, int64_t num_rows, CheckChunk check_chunk, Body body) {
+  for_each_chunk(rowptr, num_rows, check_chunk, [&](int64_t first, int64_t last) {
+    for (int64_t r = first; r < last; ++r) body(r);
+  });
 }
 
 }  // namespace galfast
