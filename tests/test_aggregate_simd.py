@@ -20,7 +20,7 @@ from galfast.ops import aggregate
 WIDTHS = [4, 5, 7, 8, 9, 12, 15, 16, 17, 20, 21, 24, 25, 31, 32, 33, 36, 40, 47, 48, 49, 52]
 WIDTHS += [56, 57, 63, 64, 65, 66, 71, 72, 80, 100, 127, 128, 129, 130, 200]
 
-# (reduce, norm, weighted): gcn folds col_scale into x where there are 2 edges per source or
+# (reduce, norm, weighted): gcn folds col_scale into x where there are 32 edges per source or
 # more, and applies it per edge otherwise; mean has a row scale only; weights ride on each edge.
 MODES = [("sum", "gcn", False), ("mean", None, False), ("sum", None, True), ("sum", "gcn", True)]
 
@@ -59,7 +59,7 @@ def assert_bitwise(pair):
 
 
 GRAPHS = dict(awkward_graphs())
-GRAPHS["dense"] = (random_edges(60, 3000, seed=3), 60)  # 50 edges a source: col_scale folded
+GRAPHS["dense"] = (random_edges(60, 6000, seed=3), 60)  # 49 edges a source: col_scale folded
 
 
 @pytest.mark.parametrize("f", WIDTHS)

@@ -17,15 +17,24 @@ from galfast.ops.aggregate import int32_index, launch_aggregate
 _SUM = int(_C.AggMode.SUM)
 
 
+# On this many nodes _degrees_graph has over 32 edges per source, so the CPU sum folds col_scale
+# into a pre-scaled copy of x (fold_pays in csrc/aggregate/aggregate.h); on 1,000 it does not.
+FOLDED = 64
+
+
 def _degrees_graph(num_nodes: int) -> Graph:
     """Row d has in-degree d for d = 0..17 (below, at and above every accumulator-set count,
     with every remainder); row 18 draws 300 sources (duplicates merge: a hub of about 260 edges
-    on 1,000 nodes); nodes 19.. are sources only. On 30 nodes (about 6 edges per node) col_scale
-    is folded into x, on 1,000 nodes it is applied per edge."""
+    on 1,000 nodes); nodes 19.. are sources only, except on FOLDED nodes, where every node from
+    19 on takes an edge from every node (50 edges per source: col_scale folded into x)."""
     gen = torch.Generator().manual_seed(0)
-    dst = [d for d in range(18) for _ in range(d)] + [18] * 300
+    dst = torch.tensor([d for d in range(18) for _ in range(d)] + [18] * 300)
     src = torch.randint(0, num_nodes, (len(dst),), generator=gen)
-    return Graph.from_edge_index(torch.stack([src, torch.tensor(dst)]), num_nodes)
+    if num_nodes == FOLDED:
+        dense = torch.arange(19, num_nodes)
+        src = torch.cat([src, torch.arange(num_nodes).repeat(len(dense))])
+        dst = torch.cat([dst, dense.repeat_interleave(num_nodes)])
+    return Graph.from_edge_index(torch.stack([src, dst]), num_nodes)
 
 
 def _ref(g: Graph, x, weight, reduce, norm):
@@ -38,7 +47,7 @@ WIDTHS = list(range(1, 41)) + [47, 63, 64, 65, 72, 100, 129]
 @pytest.mark.usefixtures("aggregate_simd")
 @pytest.mark.parametrize("f", WIDTHS)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
-@pytest.mark.parametrize("num_nodes", [30, 1000])
+@pytest.mark.parametrize("num_nodes", [FOLDED, 1000])
 def test_every_width_and_degree_matches_the_reference(f, dtype, num_nodes):
     g = _degrees_graph(num_nodes)
     gen = torch.Generator().manual_seed(f)
@@ -57,7 +66,7 @@ def test_every_width_and_degree_matches_the_reference(f, dtype, num_nodes):
 
 @pytest.mark.usefixtures("aggregate_simd")
 @pytest.mark.parametrize("f", [1, 3, 4, 7, 8, 20, 33, 64, 65])
-@pytest.mark.parametrize("num_nodes", [30, 1000])
+@pytest.mark.parametrize("num_nodes", [FOLDED, 1000])
 @pytest.mark.parametrize("weighted", [False, True])
 def test_int32_and_int64_indices_give_bitwise_the_same_sums(f, num_nodes, weighted):
     # The AVX2 build specialises the int32 index; the int64 one runs the generic variant,
@@ -158,19 +167,19 @@ def test_a_first_call_under_torch_compile_makes_no_int32_copy():
 
 @pytest.mark.parametrize("weighted", [False, True])
 def test_the_padded_copy_of_x_gives_bitwise_the_unpadded_sums(weighted):
-    # With col_scale folded (30 nodes: about 6 edges per source), the AVX2 build's float sum
+    # With col_scale folded (FOLDED nodes), the AVX2 build's float sum
     # reads x from a copy whose rows are padded to whole vectors when F is no multiple of 8 and
     # at most 64 (F = 20 reads 3 aligned vectors instead of 2 and an overlapping one); the
     # int64 index runs the generic variant on an unpadded copy. Each feature is the same sum,
     # so the two agree bit for bit, on one thread and on two.
-    g = _degrees_graph(30)
+    g = _degrees_graph(FOLDED)
     gen = torch.Generator().manual_seed(2)
     scale = g.degree_scale("gcn", torch.float32)
     empty = g.rowptr.new_empty(0)
     threads = torch.get_num_threads()
     try:
         for f in [f for f in range(9, 72) if f % 8 != 0]:
-            x = torch.randn(30, f, generator=gen)
+            x = torch.randn(FOLDED, f, generator=gen)
             w = torch.rand(g.num_edges, generator=gen) if weighted else None
             outs = []
             for num_threads, col32 in [(1, None), (1, g.col.int()), (2, g.col.int())]:
@@ -185,3 +194,29 @@ def test_the_padded_copy_of_x_gives_bitwise_the_unpadded_sums(weighted):
             torch.testing.assert_close(outs[1], want, rtol=1e-5, atol=1e-5)
     finally:
         torch.set_num_threads(threads)
+
+
+@pytest.mark.usefixtures("aggregate_simd")
+@pytest.mark.parametrize("f", [16, 20, 64])
+@pytest.mark.parametrize("per_source,folded", [(32, True), (31, False)])
+def test_col_scale_is_folded_into_x_from_32_edges_per_source(f, per_source, folded):
+    # Folded, each edge adds a row of the pre-scaled copy of x: bitwise the sum run on x * scale
+    # without a column scale. Applied per edge instead, the scale enters through a fused
+    # multiply-add, which rounds once where the copy rounds twice, so some sums differ in their
+    # last bits.
+    n = 64
+    src = torch.arange(n).repeat_interleave(per_source)
+    dst = (src + torch.arange(per_source).repeat(n)) % n  # per_source distinct edges a source
+    g = Graph.from_edge_index(torch.stack([src, dst]), n)
+    assert g.num_edges == n * per_source
+    x = torch.randn(n, f, generator=torch.Generator().manual_seed(f))
+    scale = g.degree_scale("gcn", torch.float32)
+    col32, empty = int32_index(g, "col", g.col), g.rowptr.new_empty(0)
+
+    def run(x, col_scale):
+        return launch_aggregate(
+            g.rowptr, g.col, col32, None, None, scale, col_scale, empty, None, x, None, _SUM
+        )[0]
+
+    same = torch.equal(run(x, scale), run(x * scale[:, None], None))
+    assert same == folded

@@ -271,10 +271,8 @@ void sum(const AggregateParams& p) {
          0,
          static_cast<float*>(p.out),
          p.num_features};
-  // The AVX2 kernel's rule: the copy costs one multiply per source feature, and saves a gather
-  // and a multiply per edge.
   std::vector<float> fallback;
-  if (p.col_scale && p.num_edges >= 2 * p.num_cols) fold_col_scale(p, s, fallback);
+  if (fold_pays(p)) fold_col_scale(p, s, fallback);
   const auto check = [&](int64_t first, int64_t last) {
     const EdgeRange edges = checked_rows("aggregate", "rowptr", p.rowptr, first, last, p.num_edges);
     check_indices("aggregate", "col", p.col32, edges.begin, edges.end, p.num_cols);

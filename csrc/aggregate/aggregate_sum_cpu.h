@@ -10,12 +10,12 @@
 // edge k of a row going to set k % kSets, added together in a fixed tree at the end of the row:
 // the result depends only on the row's edges in CSR order, never on the thread count.
 // row_scale multiplies the finished row, not each edge; col_scale is folded into a pre-scaled
-// copy of x when the graph has enough edges per source to repay it. A feature count that is no
-// multiple of the vector width ends with one vector overlapping the tile before it (the shared
-// features are written twice), or, reading the pre-scaled copy, with one more aligned vector
-// over rows padded with zeros; so no row needs a second, scalar pass. The indices are read as
-// int32 where Python passes that copy (col32: half the bytes streamed per edge), and rows of x
-// are prefetched only when x is too big for L2 to hold it.
+// copy of x when the graph has enough edges per source to repay it (fold_pays, aggregate.h). A
+// feature count that is no multiple of the vector width ends with one vector overlapping the tile
+// before it (the shared features are written twice), or, reading the pre-scaled copy, with one more
+// aligned vector over rows padded with zeros; so no row needs a second, scalar pass. The indices
+// are read as int32 where Python passes that copy (col32: half the bytes streamed per edge), and
+// rows of x are prefetched only when x is too big for L2 to hold it.
 #pragma once
 
 #include <cstdint>
@@ -230,12 +230,6 @@ void sum_row(const SumRows<T, typename Kind::Index>& s, int64_t r) {
       }
     });
   }
-}
-
-// Whether pre-scaling x by col_scale (one multiply per source feature) costs less than the
-// per-edge gather and multiply it saves.
-inline bool fold_pays(const AggregateParams& p) {
-  return p.col_scale && p.num_edges >= 2 * p.num_cols;
 }
 
 template <typename T, typename Index, typename CheckChunk>
