@@ -46,12 +46,12 @@ inline void generic_row(const AggregateParams& p, int64_t r) {
     const T* __restrict xr = x + c * F;
     const int64_t id = edge_ident(p, e);
     if (is_max) {
+      // selects, not a branch a feature: a new maximum is a coin toss early in a row
       for (int64_t f = 0; f < F; ++f) {
         const T v = w * xr[f];
-        if (max_takes(v, out[f], arg[f])) {
-          out[f] = v;
-          arg[f] = id;
-        }
+        const bool take = max_takes(v, out[f], arg[f]);
+        out[f] = take ? v : out[f];
+        arg[f] = take ? id : arg[f];
       }
     } else {
       const int64_t* __restrict mask = p.mask_arg + c * F;

@@ -26,10 +26,11 @@ GALFAST_HD Acc edge_factor(const AggregateParams& p, int64_t r, int64_t c, int64
 
 // Max step for a slot whose current winner has id cur_id (-1: none yet). The first edge is
 // always taken; later ones win when strictly larger (ties keep the earlier edge); a NaN wins
-// over a number and then sticks, as torch's amax propagates it.
+// over a number and then sticks, as torch's amax propagates it. Bitwise operators, not
+// short-circuit ones: no branch, so the CPU kernel's loop over the features vectorises.
 template <typename Acc>
 GALFAST_HD bool max_takes(Acc candidate, Acc current, int64_t cur_id) {
-  return cur_id < 0 || candidate > current || (candidate != candidate && current == current);
+  return (cur_id < 0) | (candidate > current) | ((candidate != candidate) & (current == current));
 }
 
 }  // namespace galfast
