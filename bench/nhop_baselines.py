@@ -225,7 +225,7 @@ def _numba_splitmix_kernel():
             for j in range(n):
                 store(out, lo + j, path[hops, j], streamed)
 
-    prefetch = _prefetch_intrinsic()
+    prefetch, prefetch_l2 = _prefetch_intrinsic(3), _prefetch_intrinsic(2)
     small_block = 128  # the prefetched lines of a block stay in L1 until read
 
     @njit(inline="always")
@@ -245,13 +245,17 @@ def _numba_splitmix_kernel():
 
     @njit(inline="always")
     def draw_slot(ptr, nbr, slot, j, u, key, walk, hop):
-        # walk j, at node u (-1: failed), draws its slot of hop `hop` and prefetches it
+        # walk j, at node u (-1: failed), draws its slot of hop `hop` and prefetches it: into
+        # L1 at the first hop, into L2 at the later ones, as galfast's kernel does
         slot[j] = -1
         if u >= 0:
             begin, degree = np.int64(ptr[u]), np.int64(ptr[u + 1] - ptr[u])
             if degree > 0:
                 slot[j] = begin + draw(key, walk, hop, 0, degree)
-                prefetch(nbr, slot[j])
+                if hop == 0:
+                    prefetch(nbr, slot[j])
+                else:
+                    prefetch_l2(nbr, slot[j])
 
     @njit(parallel=True, cache=False)
     def walk_prefetched(ptr, nbr, starts, hops, seed, out):
@@ -320,8 +324,9 @@ def _stream_intrinsic():
     return stream
 
 
-def _prefetch_intrinsic():
-    """prefetch(array, i): LLVM's prefetch of array[i] into L1 (numba has no such call)."""
+def _prefetch_intrinsic(locality: int):
+    """prefetch(array, i): LLVM's prefetch of array[i] (numba has no such call), with LLVM's
+    locality: 3 keeps the line in L1 (x86 prefetcht0), 2 in L2 (prefetcht1)."""
     from llvmlite import ir
     from numba import types
     from numba.core import cgutils
@@ -341,7 +346,7 @@ def _prefetch_intrinsic():
                 ir.FunctionType(ir.VoidType(), [address.type, i32, i32, i32]),
                 "llvm.prefetch.p0",
             )
-            builder.call(fn, [address, i32(0), i32(3), i32(1)])  # read, keep in L1, data
+            builder.call(fn, [address, i32(0), i32(locality), i32(1)])  # read, locality, data
             return context.get_dummy_value()
 
         return types.void(array, index), codegen
