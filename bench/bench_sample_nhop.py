@@ -4,6 +4,7 @@ MovieLens-1M-sized bipartite graph of bench/graphs.py (9,746 nodes, ~2.0M direct
     pytest bench/bench_sample_nhop.py --benchmark-only --benchmark-json=walk.json
     python bench/walks_table.py walk.json        # walks/s and ratios as a markdown table
     PYTHONPATH=. python bench/bench_sample_nhop.py 15   # 1M starts, implementations taking turns
+    PYTHONPATH=. python bench/bench_sample_nhop.py 7 2  # the same on two threads (wall clock)
 
 Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the three
 numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, with
@@ -186,11 +187,18 @@ def test_exact_vs_paper(benchmark, graph, starts, hops, mode):
     )
 
 
-def interleaved(hops_list, rounds: int) -> None:
+def interleaved(hops_list, rounds: int, threads: int = 1) -> None:
     """Prints walks/s (best round) of galfast and the splitmix peers on the 1M starts, the
     implementations taking turns within every round, so a burst of load on a shared machine
-    hits them alike (pytest-benchmark runs one implementation's rounds back to back)."""
-    torch.set_num_threads(1)
+    hits them alike (pytest-benchmark runs one implementation's rounds back to back). One
+    thread is timed in CPU time (a loaded machine inflates every column alike); several, in
+    wall-clock time, galfast and numba with the same thread count."""
+    torch.set_num_threads(threads)
+    if threads > 1:
+        import numba
+
+        numba.set_num_threads(threads)
+    clock = time.process_time if threads == 1 else time.perf_counter
     edge_index, num_nodes = movielens_like()
     g = Graph.from_edge_index(edge_index, num_nodes)
     ptr, nbr = peer_csr(g)
@@ -210,10 +218,10 @@ def interleaved(hops_list, rounds: int) -> None:
         best = dict.fromkeys(runs, float("inf"))
         for r in range(rounds + 1):
             for name, fn in runs.items():
-                start = time.process_time()
+                start = clock()
                 fn()
                 if r > 0:  # round 0 warms up (and compiles)
-                    best[name] = min(best[name], time.process_time() - start)
+                    best[name] = min(best[name], clock() - start)
         ours = best["galfast-cpu"]
         ratios = ", ".join(
             f"{name} {s.size / t / 1e6:.1f}M (galfast {t / ours:.2f}x)" for name, t in best.items()
@@ -223,4 +231,9 @@ def interleaved(hops_list, rounds: int) -> None:
 
 if __name__ == "__main__":
     # OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 PYTHONPATH=. python bench/bench_sample_nhop.py [ROUNDS]
-    interleaved(HOPS, int(sys.argv[1]) if len(sys.argv) > 1 else 15)
+    # PYTHONPATH=. python bench/bench_sample_nhop.py ROUNDS THREADS    (several threads)
+    interleaved(
+        HOPS,
+        int(sys.argv[1]) if len(sys.argv) > 1 else 15,
+        int(sys.argv[2]) if len(sys.argv) > 2 else 1,
+    )
