@@ -57,7 +57,7 @@ struct AggregateParams {
 // feature) instead of reading col_scale per edge. The copy pays only where a source has many
 // edges: at 4 to 16 edges a source it made the forward up to 1.9x slower on two threads (the
 // threads write the copy, then read each other's rows of it) and, from F = 20 on, slower on one
-// thread too; at 32 the two broke even, at 200 (MovieLens-size) the copy was 5-30% faster
+// thread too; at 32 the two broke even, at 200 (MovieLens-size) the copy was 4-34% faster
 // (docs/benchmarks.md). Always inlined: both instruction-set builds compile it.
 [[gnu::always_inline]] inline bool fold_pays(const AggregateParams& p) {
   return p.col_scale != nullptr && p.num_edges >= 32 * p.num_cols;
