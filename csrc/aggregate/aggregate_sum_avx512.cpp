@@ -189,8 +189,9 @@ template <bool kFactor, bool kPrefetch, int kSets, int kZmm, int kTail>
 // masks) stays in registers from one row to the next.
 template <bool kFactor, bool kPrefetch, int kSets, int kZmm, int kTail>
 void sum_tiles(const Rows& s, int64_t first, int64_t last, int64_t a, int64_t b) {
-  for (int64_t r = first; r < last; ++r)
+  for (int64_t r = first; r < last; ++r) {
     sum_tile<kFactor, kPrefetch, kSets, kZmm, kTail>(s, r, a, b);
+  }
 }
 
 using TileFn = void (*)(const Rows&, int64_t, int64_t, int64_t, int64_t);

@@ -11,10 +11,11 @@ constexpr int64_t kCacheLine = 64;
 // the rows they will read.
 constexpr int64_t kPrefetchEdges = 8;
 
-// Prefetches the cache line holding `address`, for reading or (kForWrite) for writing.
-template <bool kForWrite = false>
+// Prefetches the cache line holding `address`, for reading or (kForWrite) for writing, into the
+// caches kLocality names (GCC's: 3 keeps it in L1, x86 prefetcht0; 2 in L2, prefetcht1).
+template <bool kForWrite = false, int kLocality = 3>
 [[gnu::always_inline]] inline void prefetch_line(const void* address) {
-  __builtin_prefetch(address, kForWrite ? 1 : 0);
+  __builtin_prefetch(address, kForWrite ? 1 : 0, kLocality);
 }
 
 // Prefetches the cache lines of first[0 : count] for reading. Always inlined: it is compiled

@@ -193,12 +193,12 @@ class SimdBlockWalker {
   // The first hop's slots are prefetched into L1, the later hops' into L2 only: on a Zen 4 core
   // the later hops ran 5-10% faster (2-4 hops on the MovieLens-size graph; docs/benchmarks.md),
   // the first hop (read a block later, by the next block's loop) slower.
-  static constexpr int kLaterHint = _MM_HINT_T1;
+  static constexpr int kLaterLocality = 2;  // prefetch_line's: into L2
 
   // Lanes j .. j + 15 of a block, at `node` (-1: failed), draw their slot in the node's row
-  // (word from `words`) and prefetch it with kHint; a node without out-edges fails the walk
-  // (slot -1).
-  template <int kHint = _MM_HINT_T0>
+  // (word from `words`) and prefetch it into the caches kLocality names; a node without
+  // out-edges fails the walk (slot -1).
+  template <int kLocality = 3>
   GALFAST_AVX512 void draw(Block& block, int j, __mmask16 m, __m512i node, __m512i words) {
     const __mmask16 live = _mm512_mask_cmpge_epi32_mask(m, node, _mm512_setzero_si512());
     // each walk's row bounds out_ptr[node], out_ptr[node + 1] as one 64-bit read
@@ -221,8 +221,7 @@ class SimdBlockWalker {
     // all 16 lanes, past the block's end too: a prefetch never faults, and a fixed count
     // saves a compare per lane
     for (int l = 0; l < kLanes; ++l) {
-      _mm_prefetch(static_cast<const char*>(neighbours_.address(block.slot[j + l])),
-                   static_cast<_mm_hint>(kHint));
+      prefetch_line<false, kLocality>(neighbours_.address(block.slot[j + l]));
     }
   }
 
@@ -297,7 +296,7 @@ class SimdBlockWalker {
     if (offsets_cached_) {
       for (int j = 0; j < block.n; j += kLanes) {
         const __mmask16 m = lanes_below(block.n - j);
-        draw<kLaterHint>(block, j, m, take(block, j, m, hop), words_at(block, j));
+        draw<kLaterLocality>(block, j, m, take(block, j, m, hop), words_at(block, j));
       }
       return;
     }
@@ -310,7 +309,7 @@ class SimdBlockWalker {
     }
     for (int j = 0; j < block.n; j += kLanes) {
       const __mmask16 m = lanes_below(block.n - j);
-      draw<kLaterHint>(block, j, m, _mm512_load_si512(next + j), words_at(block, j));
+      draw<kLaterLocality>(block, j, m, _mm512_load_si512(next + j), words_at(block, j));
     }
   }
 
