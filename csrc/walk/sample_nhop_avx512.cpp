@@ -72,6 +72,7 @@ struct Neighbours32 {
     return _mm512_mask_i32gather_epi32(_mm512_set1_epi32(-1), live, slot, nbr, 4);
   }
   const void* address(int32_t slot) const { return nbr + slot; }
+  const uint16_t* ids16() const { return nullptr; }
 };
 
 // The same reads from the 16-bit copy. Each lane gathers the aligned 32-bit word holding its
@@ -88,6 +89,7 @@ struct Neighbours16 {
                                  _mm512_set1_epi32(0xFFFF));
   }
   const void* address(int32_t slot) const { return nbr + slot; }
+  const uint16_t* ids16() const { return nbr; }
 };
 
 template <typename Neighbours>
@@ -248,8 +250,9 @@ class SimdBlockWalker {
   [[gnu::noinline, gnu::cold]] void redraw(Block& block, int j, unsigned blocked, int hop) {
     for (int l = 0; l < kLanes; ++l) {
       if (!((blocked >> l) & 1)) continue;
-      block.path[(hop + 1) * kBlock + j + l] = redraw_hop(
-          g_, block.first_walk + static_cast<uint64_t>(j + l), block.path + j + l, kBlock, hop);
+      block.path[(hop + 1) * kBlock + j + l] =
+          redraw_hop(g_, block.first_walk + static_cast<uint64_t>(j + l), block.path + j + l,
+                     kBlock, hop, neighbours_.ids16());
     }
   }
 
@@ -263,9 +266,19 @@ class SimdBlockWalker {
     if (previous != nullptr && p_.paths != nullptr) store_paths(*previous);
   }
 
+  // The starts are read once, a few blocks ahead with prefetchnta: a plain read would pass them
+  // through L2 into L3 (a victim cache on Zen 4), where they would evict the neighbour ids that
+  // the random reads need. On the MovieLens-size graph, 1M starts, with the numba peer run
+  // between calls: 3-9% more walks/s at 1-2 hops (docs/benchmarks.md, session 15).
+  static constexpr int kStartsAhead = 256;
+
   GALFAST_AVX512 void first_group(Block& block, int j) {
     const __mmask16 m = lanes_below(block.n - j);
     const int64_t* starts = p_.starts + block.begin + j;
+    if (block.begin + j + kStartsAhead + kLanes <= p_.num_walks) {
+      prefetch_line<false, 0>(starts + kStartsAhead);
+      prefetch_line<false, 0>(starts + kStartsAhead + 8);
+    }
     const __m256i low = _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(m & 0xFF, starts));
     const __m256i high = _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64(m >> 8, starts + 8));
     const __m512i node = _mm512_inserti64x4(_mm512_castsi256_si512(low), high, 1);

@@ -34,10 +34,13 @@ inline bool starts_in_range(const SampleNhopParams& p, int64_t begin, int64_t co
 // Hop `hop` of walk `walk` once more through the walker state machine, which redraws the row
 // without replacement; path[h * stride] is the node the walk reached at hop h <= hop. Returns
 // the node it moves to, -1 when it is stuck. Shared by the baseline and AVX-512 block walks
-// (compiled for the baseline ISA in both).
+// (compiled for the baseline ISA in both). `out_nbr16`: the 16-bit copy of out_nbr the walk
+// reads (SampleNhopParams::out_nbr16), or null. Reading the copy matters: a redraw's reads miss
+// the cache, and the int32 array, which the walk does not otherwise read, is the colder one.
 template <typename Index>
 [[gnu::noinline, gnu::cold]] Index redraw_hop(const WalkGraph<Index>& g, uint64_t walk,
-                                              const Index* path, int stride, int hop) {
+                                              const Index* path, int stride, int hop,
+                                              const uint16_t* out_nbr16 = nullptr) {
   NhopWalker<Index> w;
   walker_start(w, g, walk, path[0], 0);
   for (int h = 1; h <= hop; ++h) w.path[h] = path[h * stride];
@@ -46,7 +49,7 @@ template <typename Index>
   FreshBlocks fresh;
   walker_read_row(w, g, fresh);
   while (w.phase == NhopWalker<Index>::kNeighbour) {
-    walker_offer(w, g, g.out_nbr[w.slot], fresh);
+    walker_offer(w, g, out_nbr16 != nullptr ? Index(out_nbr16[w.slot]) : g.out_nbr[w.slot], fresh);
   }
   return w.hop > hop ? w.path[hop + 1] : Index(-1);
 }
