@@ -18,7 +18,7 @@ users) and one hop count;
 2,000 users only (it would take minutes on 1M starts): every benchmark records its number of
 walks in ``extra_info["walks"]``, so compare walks per second, not times. The peers of a
 group run back to back, ROUNDS rounds each; on a shared machine the best round is the
-least disturbed one. The numba peers and the floor read galfast's own CPU layout (`peer_csr`):
+least disturbed one. The numba peers and the floor read galfast's own CPU arrays (`peer_csr`):
 int32 row offsets and, on graphs of at most 2^16 nodes, 16-bit neighbour ids.
 """
 
@@ -67,16 +67,20 @@ def starts():
 
 
 def peer_csr(graph):
-    """(row offsets, neighbour ids) for the numba peers in galfast's own CPU layout: int32
-    offsets, and the ids as uint16 where galfast's walks read its 16-bit copy (at most 2^16
-    nodes, galfast.ops.sample_nhop.walk_neighbours16), so every peer's random reads touch as
-    many bytes as galfast's. (The rule is written out rather than asked of galfast so that this
-    file also runs against builds from before the copy.)"""
+    """(row offsets, neighbour ids) for the numba peers: galfast's own CPU arrays, as NumPy
+    views (int32 offsets, and the 16-bit copy of the ids where galfast's walks read one: at most
+    2^16 nodes, galfast.ops.sample_nhop.walk_neighbours16). The peers and galfast then read the
+    same memory, so neither finds the other's arrays in the caches when the two take turns
+    (with copies, each call began by evicting the other's; docs/benchmarks.md, session 15).
+    Builds from before the 16-bit copy get a copy made here by the same rule."""
     out_ptr, out_nbr, _, _ = walk_adjacency(graph)
-    nbr = out_nbr.numpy()
-    if graph.num_nodes <= 2**16:
-        nbr = nbr.astype(np.uint16)
-    return out_ptr.numpy(), nbr
+    if graph.num_nodes > 2**16:
+        return out_ptr.numpy(), out_nbr.numpy()
+    try:
+        from galfast.ops.sample_nhop import walk_neighbours16
+    except ImportError:
+        return out_ptr.numpy(), out_nbr.numpy().astype(np.uint16)
+    return out_ptr.numpy(), walk_neighbours16(graph).numpy()
 
 
 def run(benchmark, group, name, walks, fn):
