@@ -159,17 +159,22 @@ int threads_for(const SampleNhopParams& p, const WalkGraph<Index>& g) {
 }
 
 // Walks [begin, end) in paper or simple mode: the AVX-512 block walks where the CPU has them
-// and the ids are int32, else the baseline ones. False where a start is out of range.
+// and the ids are int32, else the baseline ones; both read the 16-bit copy of the ids where the
+// caller passes one. False where a start is out of range.
 template <typename Index>
 bool walk_blocks(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end) {
-#if defined(GALFAST_X86_DISPATCH)
   if constexpr (std::is_same_v<Index, int32_t>) {
+#if defined(GALFAST_X86_DISPATCH)
     if (nhop_simd_allowed().load(std::memory_order_relaxed) && avx512::supported()) {
       return avx512::walk_blocks(p, g, begin, end, offsets_cached<Index>(p));
     }
-  }
 #endif
-  return NhopBlockWalker<Index>(p, g, offsets_cached<Index>(p)).run(begin, end);
+    if (p.out_nbr16 != nullptr) {
+      return NhopBlockWalker<Index, uint16_t>(p, g, p.out_nbr16, offsets_cached<Index>(p))
+          .run(begin, end);
+    }
+  }
+  return NhopBlockWalker<Index>(p, g, g.out_nbr, offsets_cached<Index>(p)).run(begin, end);
 }
 
 // Runs the batch; false where a start is out of range (the caller names it).

@@ -85,10 +85,10 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
 def walk_neighbours16(graph: Graph) -> Optional[Tensor]:
     """The out-neighbour ids of :func:`walk_adjacency` as uint16, cached on `graph`, for the
     CPU walks of graphs with at most 2^16 nodes (else None, and None on a GPU, whose kernel
-    reads the int32 ids). The AVX-512 paper and simple walks read this copy instead: their
-    random reads then touch half the bytes, so more of the array stays in the core's L2 cache
-    (docs/benchmarks.md, "n-hop sampler: 16-bit neighbour ids"). The kernel reads aligned
-    32-bit words, so an odd count gets one element of padding."""
+    reads the int32 ids). The CPU paper and simple walks read this copy instead: their random
+    reads then touch half the bytes, so more of the array stays in the core's L2 cache
+    (docs/benchmarks.md, "n-hop sampler: 16-bit neighbour ids"). The AVX-512 kernel reads
+    aligned 32-bit words, so an odd count gets one element of padding."""
     out_nbr = walk_adjacency(graph)[1]
     if out_nbr.device.type != "cpu" or out_nbr.dtype != torch.int32 or graph.num_nodes > _UINT16:
         return None
