@@ -194,8 +194,9 @@ def test_exact_vs_paper(benchmark, graph, starts, hops, mode):
 
 def interleaved(hops_list, rounds: int, threads: int = 1, simd: bool = True) -> None:
     """Prints walks/s (best round) of galfast and the splitmix peers on the 1M starts, the
-    implementations taking turns within every round, so a burst of load on a shared machine
-    hits them alike (pytest-benchmark runs one implementation's rounds back to back). One
+    implementations taking turns within every round, in an order that rotates from round to
+    round, so a burst of load on a shared machine hits them alike (pytest-benchmark runs one
+    implementation's rounds back to back). One
     thread is timed in CPU time (a loaded machine inflates every column alike); several, in
     wall-clock time, galfast and numba with the same thread count. `simd=False` times
     galfast's baseline walks, the ones a CPU without AVX-512 runs."""
@@ -225,10 +226,14 @@ def interleaved(hops_list, rounds: int, threads: int = 1, simd: bool = True) -> 
         if hops == 1:
             runs["reads-only"] = lambda: reads_only(nbr, slots)
         best = dict.fromkeys(runs, float("inf"))
+        names = list(runs)
         for r in range(rounds + 1):
-            for name, fn in runs.items():
+            # the order rotates: a call finds the caches as its predecessor left them, and with
+            # a fixed order galfast always followed the gather peer, whose plain reads of the
+            # starts fill L2 and L3 (docs/benchmarks.md, session 15)
+            for name in names[r % len(names) :] + names[: r % len(names)]:
                 start = clock()
-                fn()
+                runs[name]()
                 if r > 0:  # round 0 warms up (and compiles)
                     best[name] = min(best[name], clock() - start)
         ours = best["galfast-cpu"]
