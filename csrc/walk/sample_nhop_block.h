@@ -61,9 +61,10 @@ template <typename Index>
 template <typename Index, typename Id = Index>
 class NhopBlockWalker {
  public:
-  // 256 walks keep about as many reads in flight as a core can track, and their state (path
-  // rows of 1 KiB for int32 ids) inside the L1 cache.
-  static constexpr int kBlock = 256;
+  // 64 walks a block: on a Zen 4 core, 10-25% more walks/s than 256 (1M starts, 1-4 hops, both
+  // on the MovieLens-size graph with 16-bit ids and on a 400k-node graph whose int32 ids miss
+  // every cache), and level with or ahead of 128; docs/benchmarks.md, session 15.
+  static constexpr int kBlock = 64;
 
   NhopBlockWalker(const SampleNhopParams& p, const WalkGraph<Index>& g, const Id* ids,
                   bool offsets_cached)
