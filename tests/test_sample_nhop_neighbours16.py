@@ -1,10 +1,10 @@
 """The 16-bit neighbour ids of the CPU walks (galfast.ops.sample_nhop.walk_neighbours16): graphs
-of at most 2^16 nodes get a uint16 copy of out_nbr, which the AVX-512 paper and simple walks
-read instead of the int32 ids. The ends and paths must not change: the walks with the copy equal
-the walks without it, the baseline (non-SIMD) walks and the Python reference, on awkward graphs
-and on graphs whose node ids reach the top of the 16-bit range; larger graphs keep the int32
-path. On a CPU without AVX-512 every run takes the baseline walks (the copy is ignored), so the
-comparisons still hold."""
+of at most 2^16 nodes get a uint16 copy of out_nbr, which the paper and simple walks (AVX-512
+and baseline alike) read instead of the int32 ids. The ends and paths must not change: the walks
+with the copy equal the walks without it, SIMD or baseline, and the Python reference, on awkward
+graphs and on graphs whose node ids reach the top of the 16-bit range; larger graphs keep the
+int32 path. On a CPU without AVX-512 every run takes the baseline walks, so the comparisons
+still hold."""
 
 from __future__ import annotations
 
@@ -51,6 +51,7 @@ def assert_unchanged(graph, starts, hops, mode, reference=None):
         for other in (
             walks(graph, starts, hops, mode, None, walk_offset=offset),
             walks(graph, starts, hops, mode, None, simd=False, walk_offset=offset),
+            walks(graph, starts, hops, mode, copy, simd=False, walk_offset=offset),
         ):
             assert torch.equal(with16[0], other[0]) and torch.equal(with16[1], other[1])
     if reference is not None:
