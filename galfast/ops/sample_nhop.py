@@ -11,6 +11,7 @@ from torch import Tensor
 from galfast._native import _C
 from galfast.graph import Graph, check_csr, coalesce
 from galfast.ops._eager import tracing
+from galfast.ops._huge_pages import empty_on_huge_pages
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["sample_nhop"]
@@ -46,6 +47,13 @@ def _sorted_distinct_rows(
     return ptr, other
 
 
+def _private_copy(t: Tensor, dtype: torch.dtype) -> Tensor:
+    """A copy of `t` as `dtype`; on a CPU, on huge pages (the walks read it at random)."""
+    if t.device.type != "cpu":
+        return t.to(dtype, copy=True)
+    return empty_on_huge_pages(t.numel(), dtype).copy_(t)
+
+
 def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """The walk's view of `graph`, cached on it: ``(out_ptr, out_nbr, in_ptr, in_nbr)``.
 
@@ -53,7 +61,8 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     in-adjacency lists distinct sources (exact mode searches it). Rows are sorted. Parallel
     edges (e.g. of different types) count once, as in the paper's networkx adjacency lists.
     Indices are int32 when the graph has fewer than 2^31 edges (half the memory traffic), else
-    int64; an undirected graph shares one array for both directions.
+    int64; an undirected graph shares one array for both directions. On a CPU, arrays of 2 MiB
+    and more sit on transparent huge pages (:mod:`galfast.ops._huge_pages`).
     """
 
     def build():
@@ -68,12 +77,13 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         in_ptr, in_nbr = _sorted_distinct_rows(graph.rowptr, graph.row, graph.col, graph.num_nodes)
         undirected = torch.equal(out_ptr, in_ptr) and torch.equal(out_nbr, in_nbr)
         # The kernel trusts these arrays: check them once, and keep private copies (int32, or
-        # clones) that no edit of the graph's own tensors can reach.
+        # int64) that no edit of the graph's own tensors can reach; on a CPU, on huge pages.
         check_csr(out_ptr, out_nbr, graph.num_nodes)
         check_csr(in_ptr, in_nbr, graph.num_nodes)
         small = graph.num_edges < 2**31 and graph.num_nodes < 2**31
         out_ptr, out_nbr, in_ptr, in_nbr = (
-            t.int() if small else t.clone() for t in (out_ptr, out_nbr, in_ptr, in_nbr)
+            _private_copy(t, torch.int32 if small else t.dtype)
+            for t in (out_ptr, out_nbr, in_ptr, in_nbr)
         )
         if undirected:
             in_ptr, in_nbr = out_ptr, out_nbr
@@ -94,8 +104,9 @@ def walk_neighbours16(graph: Graph) -> Optional[Tensor]:
         return None
 
     def build():
-        copy = torch.zeros(out_nbr.numel() + out_nbr.numel() % 2, dtype=torch.uint16)
+        copy = empty_on_huge_pages(out_nbr.numel() + out_nbr.numel() % 2, torch.uint16)
         copy[: out_nbr.numel()] = out_nbr
+        copy[out_nbr.numel() :] = 0
         return copy
 
     return graph.cached(("sample_nhop", "neighbours16"), build)
