@@ -426,6 +426,19 @@ class Graph:
             num_src_nodes=self.num_src_nodes,
         )
 
+    # Copies and pickles (copy.deepcopy, torch.save, a DataLoader worker) carry the graph's
+    # tensors, not its cache: derived structure is rebuilt on first use, and the copy starts
+    # from the version counters of its own tensors, which a copy resets.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_versions"]
+        state["_cache"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._versions = self._tensor_versions()
+
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
         """Returns the value cached under `key`, building it once. For derived, per-graph state
         (normalisations, layouts) that must not live inside layers."""

@@ -1,9 +1,14 @@
+import copy
+import io
+import pickle
+
 import pytest
 import torch
 from graphs import awkward_graphs
 from ref_aggregate import coalesce_ref
 
 from galfast import Graph
+from galfast.ops import aggregate, sample_nhop
 
 
 @pytest.mark.parametrize("name", list(awkward_graphs()))
@@ -68,6 +73,46 @@ def test_to_same_device_is_identity_and_cache_is_per_graph():
     assert g.cached("k", lambda: calls.append(1) or 7) == 7
     assert g.cached("k", lambda: calls.append(1) or 8) == 7
     assert calls == [1]
+
+
+def _pickled(graph):
+    return pickle.loads(pickle.dumps(graph))
+
+
+def _saved_and_loaded(graph):
+    buffer = io.BytesIO()
+    torch.save(graph, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=False)
+
+
+@pytest.mark.parametrize(
+    "copy_graph",
+    [copy.copy, copy.deepcopy, _pickled, _saved_and_loaded],
+    ids=["copy", "deepcopy", "pickle", "torch.save"],
+)
+def test_copies_and_pickles_rebuild_their_cache(copy_graph):
+    """A copy of a graph whose derived structure was built (the transpose, the walk adjacency
+    and its 16-bit copy) passes the in-place edit check, walks and aggregates as the original,
+    and still catches an in-place edit of its own tensors."""
+    generator = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(0, 50, (2, 400), generator=generator)
+    weight = torch.rand(400, generator=generator, dtype=torch.float64)
+    graph = Graph.from_edge_index(edge_index, 50, weight, symmetrize=True)
+    starts = torch.arange(50).repeat(4)
+    x = torch.rand(50, 3, generator=generator, dtype=torch.float64)
+    ends = sample_nhop(graph, starts, 3, seed=5)
+    summed = aggregate(graph, x, graph.edge_weight, norm="gcn")
+    transpose = graph.csc
+
+    other = copy_graph(graph)
+    other.check_unmodified()
+    assert torch.equal(sample_nhop(other, starts, 3, seed=5), ends)
+    assert torch.equal(aggregate(other, x, other.edge_weight, norm="gcn"), summed)
+    assert all(torch.equal(a, b) for a, b in zip(other.csc, transpose))
+    other.edge_weight.mul_(2)
+    with pytest.raises(ValueError, match="edge_weight was modified in place"):
+        other.check_unmodified()
 
 
 @pytest.mark.parametrize(
