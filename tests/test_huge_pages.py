@@ -5,6 +5,7 @@ other platforms, get a plain tensor; the mapping lives exactly as long as the te
 from __future__ import annotations
 
 import gc
+import mmap
 import re
 import sys
 from pathlib import Path
@@ -57,3 +58,18 @@ def test_the_mapping_is_advised_and_unmapped_with_the_tensor():
     del t
     gc.collect()
     assert mapping_of(address) is None
+
+
+@linux_only
+def test_a_kernel_without_huge_pages_gets_small_pages(monkeypatch):
+    """madvise fails with EINVAL where the kernel has no transparent huge pages: the tensor is
+    still allocated, on small pages."""
+
+    class NoAdvice(mmap.mmap):
+        def madvise(self, *args):
+            raise OSError(22, "Invalid argument")
+
+    monkeypatch.setattr(mmap, "mmap", NoAdvice)
+    t = empty_on_huge_pages(HUGE_PAGE, torch.uint8)
+    t.fill_(3)
+    assert t.shape == (HUGE_PAGE,) and int(t[-1]) == 3

@@ -37,6 +37,9 @@ def empty_on_huge_pages(numel: int, dtype: torch.dtype) -> Tensor:
         return torch.empty(numel, dtype=dtype)
     # Page aligned, not 2 MiB aligned: map one huge page more and start at the first boundary.
     region = mmap.mmap(-1, nbytes + HUGE_PAGE, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
-    region.madvise(mmap.MADV_HUGEPAGE)
+    try:
+        region.madvise(mmap.MADV_HUGEPAGE)
+    except OSError:  # a kernel built without transparent huge pages: EINVAL, small pages
+        pass
     address = np.frombuffer(region, dtype=np.uint8, count=1).ctypes.data
     return torch.frombuffer(region, dtype=dtype, count=numel, offset=-address % HUGE_PAGE)
