@@ -269,7 +269,7 @@ class SimdBlockWalker {
   // The starts are read once, a few blocks ahead with prefetchnta: a plain read would pass them
   // through L2 into L3 (a victim cache on Zen 4), where they would evict the neighbour ids that
   // the random reads need. On the MovieLens-size graph, 1M starts, with the numba peer run
-  // between calls: 3-9% more walks/s at 1-2 hops (docs/benchmarks.md, session 15).
+  // between calls: 5-9% more walks/s at 1-2 hops (docs/benchmarks.md, session 15).
   static constexpr int kStartsAhead = 256;
 
   GALFAST_AVX512 void first_group(Block& block, int j) {
