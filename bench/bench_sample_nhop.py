@@ -196,10 +196,10 @@ def interleaved(hops_list, rounds: int, threads: int = 1, simd: bool = True) -> 
     """Prints walks/s (best round) of galfast and the splitmix peers on the 1M starts, the
     implementations taking turns within every round, in an order that rotates from round to
     round, so a burst of load on a shared machine hits them alike (pytest-benchmark runs one
-    implementation's rounds back to back). One
-    thread is timed in CPU time (a loaded machine inflates every column alike); several, in
-    wall-clock time, galfast and numba with the same thread count. `simd=False` times
-    galfast's baseline walks, the ones a CPU without AVX-512 runs."""
+    implementation's rounds back to back). One thread is timed in CPU time (a loaded machine
+    inflates every column alike); several, in wall-clock time, galfast and numba with the same
+    thread count. `simd=False` times galfast's baseline walks, the ones a CPU without AVX-512
+    runs."""
     from galfast._native import _C
 
     _C.set_sample_nhop_simd(simd)

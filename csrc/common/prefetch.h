@@ -12,7 +12,8 @@ constexpr int64_t kCacheLine = 64;
 constexpr int64_t kPrefetchEdges = 8;
 
 // Prefetches the cache line holding `address`, for reading or (kForWrite) for writing, into the
-// caches kLocality names (GCC's: 3 keeps it in L1, x86 prefetcht0; 2 in L2, prefetcht1).
+// caches kLocality names (GCC's: 3 keeps it in L1, x86 prefetcht0; 2 in L2, prefetcht1; 0 brings
+// it to L1 only, past L2 and L3, prefetchnta).
 template <bool kForWrite = false, int kLocality = 3>
 [[gnu::always_inline]] inline void prefetch_line(const void* address) {
   __builtin_prefetch(address, kForWrite ? 1 : 0, kLocality);

@@ -81,13 +81,14 @@ def walk_adjacency(graph: Graph) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         check_csr(out_ptr, out_nbr, graph.num_nodes)
         check_csr(in_ptr, in_nbr, graph.num_nodes)
         small = graph.num_edges < 2**31 and graph.num_nodes < 2**31
-        out_ptr, out_nbr, in_ptr, in_nbr = (
-            _private_copy(t, torch.int32 if small else t.dtype)
-            for t in (out_ptr, out_nbr, in_ptr, in_nbr)
-        )
+
+        def private(t: Tensor) -> Tensor:
+            return _private_copy(t, torch.int32 if small else t.dtype)
+
+        out_ptr, out_nbr = private(out_ptr), private(out_nbr)
         if undirected:
-            in_ptr, in_nbr = out_ptr, out_nbr
-        return out_ptr, out_nbr, in_ptr, in_nbr
+            return out_ptr, out_nbr, out_ptr, out_nbr
+        return out_ptr, out_nbr, private(in_ptr), private(in_nbr)
 
     return graph.cached(("sample_nhop", "adjacency"), build)
 
