@@ -5,7 +5,7 @@ MovieLens-1M-sized bipartite graph of bench/graphs.py (9,746 nodes, ~2.0M direct
     python bench/walks_table.py walk.json        # walks/s and ratios as a markdown table
     PYTHONPATH=. python bench/bench_sample_nhop.py 15   # 1M starts, implementations taking turns
     PYTHONPATH=. python bench/bench_sample_nhop.py 7 2  # the same on two threads (wall clock)
-    PYTHONPATH=. python bench/bench_sample_nhop.py 7 1 baseline  # galfast without AVX-512
+    PYTHONPATH=. python bench/bench_sample_nhop.py 7 1 avx2  # galfast's AVX2 walks (or baseline)
 
 Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the three
 numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, with
@@ -192,17 +192,17 @@ def test_exact_vs_paper(benchmark, graph, starts, hops, mode):
     )
 
 
-def interleaved(hops_list, rounds: int, threads: int = 1, simd: bool = True) -> None:
+def interleaved(hops_list, rounds: int, threads: int = 1, isa: str = "avx512") -> None:
     """Prints walks/s (best round) of galfast and the splitmix peers on the 1M starts, the
     implementations taking turns within every round, in an order that rotates from round to
     round, so a burst of load on a shared machine hits them alike (pytest-benchmark runs one
     implementation's rounds back to back). One thread is timed in CPU time (a loaded machine
     inflates every column alike); several, in wall-clock time, galfast and numba with the same
-    thread count. `simd=False` times galfast's baseline walks, the ones a CPU without AVX-512
-    runs."""
+    thread count. `isa` names the widest walks galfast may take ("avx512", "avx2" or
+    "baseline"), so one machine times the walks of CPUs with fewer instructions."""
     from galfast._native import _C
 
-    _C.set_sample_nhop_simd(simd)
+    _C.set_sample_nhop_isa(isa)
     torch.set_num_threads(threads)
     if threads > 1:
         import numba
@@ -246,10 +246,10 @@ def interleaved(hops_list, rounds: int, threads: int = 1, simd: bool = True) -> 
 if __name__ == "__main__":
     # OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 PYTHONPATH=. python bench/bench_sample_nhop.py [ROUNDS]
     # PYTHONPATH=. python bench/bench_sample_nhop.py ROUNDS THREADS    (several threads)
-    # ... bench/bench_sample_nhop.py ROUNDS THREADS baseline   (galfast without its AVX-512 walks)
+    # ... bench/bench_sample_nhop.py ROUNDS THREADS avx2|baseline   (galfast's narrower walks)
     interleaved(
         HOPS,
         int(sys.argv[1]) if len(sys.argv) > 1 else 15,
         int(sys.argv[2]) if len(sys.argv) > 2 else 1,
-        simd=len(sys.argv) <= 3 or sys.argv[3] != "baseline",
+        sys.argv[3] if len(sys.argv) > 3 else "avx512",
     )

@@ -1,10 +1,10 @@
 """The 16-bit neighbour ids of the CPU walks (galfast.ops.sample_nhop.walk_neighbours16): graphs
-of at most 2^16 nodes get a uint16 copy of out_nbr, which the paper and simple walks (AVX-512
-and baseline alike) read instead of the int32 ids. The ends and paths must not change: the walks
-with the copy equal the walks without it, SIMD or baseline, and the Python reference, on awkward
-graphs and on graphs whose node ids reach the top of the 16-bit range; larger graphs keep the
-int32 path. On a CPU without AVX-512 every run takes the baseline walks, so the comparisons
-still hold."""
+of at most 2^16 nodes get a uint16 copy of out_nbr, which the paper and simple walks (AVX-512,
+AVX2 and baseline alike) read instead of the int32 ids. The ends and paths must not change: the
+walks with the copy equal the walks without it, in every build, and the Python reference, on
+awkward graphs and on graphs whose node ids reach the top of the 16-bit range; larger graphs
+keep the int32 path. A CPU without a build's instructions runs the next narrower one, so the
+comparisons still hold."""
 
 from __future__ import annotations
 
@@ -22,9 +22,10 @@ from galfast.ops import sample_nhop
 from galfast.ops.sample_nhop import MODES, launch_sample_nhop, walk_adjacency, walk_neighbours16
 
 
-def walks(graph, starts, hops, mode, neighbours16, simd=True, walk_offset=0):
-    """(end, paths) of the launcher, with or without the 16-bit copy, SIMD walks allowed or not."""
-    before = _C.set_sample_nhop_simd(simd)
+def walks(graph, starts, hops, mode, neighbours16, isa="avx512", walk_offset=0):
+    """(end, paths) of the launcher, with or without the 16-bit copy, `isa` the widest walks
+    allowed ("avx512", "avx2" or "baseline")."""
+    before = _C.set_sample_nhop_isa(isa)
     try:
         return launch_sample_nhop(
             *walk_adjacency(graph),
@@ -39,19 +40,23 @@ def walks(graph, starts, hops, mode, neighbours16, simd=True, walk_offset=0):
             neighbours16,
         )
     finally:
-        _C.set_sample_nhop_simd(before)
+        _C.set_sample_nhop_isa(before)
 
 
 def assert_unchanged(graph, starts, hops, mode, reference=None):
-    """The 16-bit walks equal the int32 ones, the baseline ones and (if given) the reference."""
+    """The 16-bit walks equal the int32 ones, those of the narrower builds and (if given) the
+    reference."""
     copy = walk_neighbours16(graph)
     assert copy is not None
     for offset in (0, 1):  # an odd offset starts every block mid-pair
         with16 = walks(graph, starts, hops, mode, copy, walk_offset=offset)
         for other in (
             walks(graph, starts, hops, mode, None, walk_offset=offset),
-            walks(graph, starts, hops, mode, None, simd=False, walk_offset=offset),
-            walks(graph, starts, hops, mode, copy, simd=False, walk_offset=offset),
+            *(
+                walks(graph, starts, hops, mode, ids, isa=isa, walk_offset=offset)
+                for ids in (None, copy)
+                for isa in ("avx2", "baseline")
+            ),
         ):
             assert torch.equal(with16[0], other[0]) and torch.equal(with16[1], other[1])
     if reference is not None:

@@ -1,6 +1,6 @@
 // Python glue of the n-hop walks (sample_nhop.h): galfast._C.WalkMode, IndexType,
 // SampleNhopParams, NHOP_MAX_HOPS, NHOP_MAX_EXACT_HOPS, sample_nhop_cpu/_cuda and
-// set_sample_nhop_simd.
+// set_sample_nhop_isa.
 #include <cstdint>
 #include <string>
 
@@ -67,10 +67,19 @@ void bind_sample_nhop(py::module_& m) {
   // The CPU kernel checks every start itself, block by block, and names the first bad one.
   def_kernel<SampleNhopParams>(m, "sample_nhop", check, sample_nhop_cpu,
                                GALFAST_CUDA_KERNEL(sample_nhop_cuda));
-  // Tests run the baseline CPU walks on machines where the AVX-512 ones would be chosen.
+  // Tests run the AVX2 and baseline CPU walks on machines where wider ones would be chosen:
+  // "avx512", "avx2" or "baseline", the widest walks allowed; returns the previous one.
   m.def(
-      "set_sample_nhop_simd", [](bool allowed) { return nhop_simd_allowed().exchange(allowed); },
-      py::arg("allowed"));
+      "set_sample_nhop_isa",
+      [](const std::string& widest) {
+        static const char* const kNames[] = {"baseline", "avx2", "avx512"};
+        int level = 0;
+        while (level < 3 && widest != kNames[level]) ++level;
+        require(level < 3,
+                "set_sample_nhop_isa: '" + widest + "' is not one of 'avx512', 'avx2', 'baseline'");
+        return std::string(kNames[static_cast<int>(nhop_widest_isa().exchange(NhopIsa(level)))]);
+      },
+      py::arg("widest"));
 }
 
 }  // namespace galfast

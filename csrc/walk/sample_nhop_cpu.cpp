@@ -158,15 +158,19 @@ int threads_for(const SampleNhopParams& p, const WalkGraph<Index>& g) {
   return static_cast<int>(std::min<double>(wanted, max_threads()));
 }
 
-// Walks [begin, end) in paper or simple mode: the AVX-512 block walks where the CPU has them
-// and the ids are int32, else the baseline ones; both read the 16-bit copy of the ids where the
-// caller passes one. False where a start is out of range.
+// Walks [begin, end) in paper or simple mode: the widest vector block walks the CPU has (and
+// nhop_widest_isa allows) where the ids are int32, else the baseline ones; all read the 16-bit
+// copy of the ids where the caller passes one. False where a start is out of range.
 template <typename Index>
 bool walk_blocks(const SampleNhopParams& p, const WalkGraph<Index>& g, int64_t begin, int64_t end) {
   if constexpr (std::is_same_v<Index, int32_t>) {
 #if defined(GALFAST_X86_DISPATCH)
-    if (nhop_simd_allowed().load(std::memory_order_relaxed) && avx512::supported()) {
+    const NhopIsa widest = nhop_widest_isa().load(std::memory_order_relaxed);
+    if (widest >= NhopIsa::kAvx512 && avx512::supported()) {
       return avx512::walk_blocks(p, g, begin, end, offsets_cached<Index>(p));
+    }
+    if (widest >= NhopIsa::kAvx2 && avx2::supported()) {
+      return avx2::walk_blocks(p, g, begin, end, offsets_cached<Index>(p));
     }
 #endif
     if (p.out_nbr16 != nullptr) {
@@ -210,9 +214,9 @@ bool sample_nhop_typed(const SampleNhopParams& p) {
 
 }  // namespace
 
-std::atomic<bool>& nhop_simd_allowed() {
-  static std::atomic<bool> allowed{true};
-  return allowed;
+std::atomic<NhopIsa>& nhop_widest_isa() {
+  static std::atomic<NhopIsa> widest{NhopIsa::kAvx512};
+  return widest;
 }
 
 void sample_nhop_cpu(const SampleNhopParams& p) {
