@@ -198,9 +198,7 @@ bool supported() {
 
 bool walk_blocks(const SampleNhopParams& p, const WalkGraph<int32_t>& g, int64_t begin, int64_t end,
                  bool offsets_cached) {
-  const bool ok = walk_lane_blocks<Lanes8>(p, g, begin, end, offsets_cached);
-  _mm_sfence();  // the streamed ends are visible before the caller reads them
-  return ok;
+  return walk_lane_blocks<Lanes8>(p, g, begin, end, offsets_cached);
 }
 
 }  // namespace avx2

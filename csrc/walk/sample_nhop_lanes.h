@@ -29,8 +29,11 @@
 #error "define GALFAST_LANES_TARGET before including sample_nhop_lanes.h"
 #endif
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "common/prefetch.h"
 #include "walk/sample_nhop_block.h"
@@ -46,32 +49,31 @@ namespace {
 // training batch of 6,040 walks, keep normal stores, so the caller finds its ends in the cache.
 constexpr int64_t kStreamedEndsBytes = 2 << 20;
 
-// The random reads of out_nbr[slot], from the int32 array itself.
-template <typename Lanes>
-struct Neighbours32 {
+// The random reads of out_nbr[slot] from `nbr`: the int32 array itself (Id int32_t) or its
+// 16-bit copy (uint16_t; Lanes::gather16 reads the aligned 32-bit word holding each id, so no
+// read straddles two cache lines, and the copy is padded to an even count).
+template <typename Lanes, typename Id>
+struct Neighbours {
   using Vec = typename Lanes::Vec;
-  const int32_t* nbr;
+  static constexpr bool kIds16 = std::is_same_v<Id, uint16_t>;
+  const Id* nbr;
 
   // out_nbr[slot] in the live lanes, -1 in the others.
   GALFAST_LANES_TARGET Vec gather(Vec slot, typename Lanes::Mask live) const {
-    return Lanes::gather32(nbr, slot, live);
+    if constexpr (kIds16) {
+      return Lanes::gather16(nbr, slot, live);
+    } else {
+      return Lanes::gather32(nbr, slot, live);
+    }
   }
   const void* address(int32_t slot) const { return nbr + slot; }
-  const uint16_t* ids16() const { return nullptr; }
-};
-
-// The same reads from the 16-bit copy (Lanes::gather16 reads the aligned 32-bit word holding
-// each id, so no read straddles two cache lines; the copy is padded to an even count).
-template <typename Lanes>
-struct Neighbours16 {
-  using Vec = typename Lanes::Vec;
-  const uint16_t* nbr;
-
-  GALFAST_LANES_TARGET Vec gather(Vec slot, typename Lanes::Mask live) const {
-    return Lanes::gather16(nbr, slot, live);
+  const uint16_t* ids16() const {
+    if constexpr (kIds16) {
+      return nbr;
+    } else {
+      return nullptr;
+    }
   }
-  const void* address(int32_t slot) const { return nbr + slot; }
-  const uint16_t* ids16() const { return nbr; }
 };
 
 template <typename Lanes, typename Neighbours>
@@ -279,11 +281,14 @@ class LaneBlockWalker {
 template <typename Lanes>
 GALFAST_LANES_TARGET bool walk_lane_blocks(const SampleNhopParams& p, const WalkGraph<int32_t>& g,
                                            int64_t begin, int64_t end, bool offsets_cached) {
-  return p.out_nbr16 != nullptr
-             ? LaneBlockWalker<Lanes, Neighbours16<Lanes>>(p, g, {p.out_nbr16}, offsets_cached)
-                   .run(begin, end)
-             : LaneBlockWalker<Lanes, Neighbours32<Lanes>>(p, g, {g.out_nbr}, offsets_cached)
-                   .run(begin, end);
+  const bool ok =
+      p.out_nbr16 != nullptr
+          ? LaneBlockWalker<Lanes, Neighbours<Lanes, uint16_t>>(p, g, {p.out_nbr16}, offsets_cached)
+                .run(begin, end)
+          : LaneBlockWalker<Lanes, Neighbours<Lanes, int32_t>>(p, g, {g.out_nbr}, offsets_cached)
+                .run(begin, end);
+  _mm_sfence();  // the streamed ends are visible before the caller reads them
+  return ok;
 }
 
 }  // namespace
