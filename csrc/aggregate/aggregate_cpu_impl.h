@@ -15,6 +15,8 @@
 #endif
 
 #include <algorithm>
+#include <climits>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -56,6 +58,78 @@ inline void generic_row(const AggregateParams& p, int64_t r) {
     } else {
       const int64_t* __restrict mask = p.mask_arg + c * F;
       for (int64_t f = 0; f < F; ++f) out[f] += mask[f] == id ? w * xr[f] : T(0);
+    }
+  }
+}
+
+// Max of float32 rows, kMaxTile features at a time: the tile's running maxima and their
+// edges' ids (int32: the caller checks num_edges fits) stay in registers across the row's
+// edges and are stored once; generic_row keeps them in memory, so each edge reloads what the
+// previous one stored. The tile is kMaxVectors vectors of the build's native width (GCC lowers
+// the compares and selects of wider vector types lane by lane). The first edge sets the tile;
+// the later ones take max_takes' steps without its no-winner-yet term, lane by lane, so the
+// maxima and ids are bitwise generic_row's. Features past the last whole tile go through
+// generic_row's loop.
+#if defined(__AVX2__)
+constexpr int kMaxLanes = 8;
+#else
+constexpr int kMaxLanes = 4;
+#endif
+constexpr int kMaxVectors = 2;
+constexpr int kMaxTile = kMaxLanes * kMaxVectors;
+
+inline void float_max_row(const AggregateParams& p, int64_t r) {
+  using Lanes = float __attribute__((vector_size(kMaxLanes * sizeof(float))));
+  using Ids = int32_t __attribute__((vector_size(kMaxLanes * sizeof(int32_t))));
+  const int64_t F = p.num_features, begin = p.rowptr[r], end = p.rowptr[r + 1];
+  const float* __restrict x = static_cast<const float*>(p.x);
+  float* __restrict out = static_cast<float*>(p.out) + r * F;
+  int64_t* __restrict arg = p.arg + r * F;
+  int64_t f0 = 0;
+  for (; f0 + kMaxTile <= F && begin < end; f0 += kMaxTile) {
+    Lanes best[kMaxVectors];
+    Ids who[kMaxVectors];
+    const auto load = [&](int64_t e, int k) {
+      Lanes v;
+      std::memcpy(&v, x + p.col[e] * F + f0 + k * kMaxLanes, sizeof(v));
+      return v;
+    };
+    {
+      const float w = edge_factor<float, float>(p, r, p.col[begin], begin);
+      const int32_t id = static_cast<int32_t>(edge_ident(p, begin));
+#pragma GCC unroll 4
+      for (int k = 0; k < kMaxVectors; ++k) {
+        best[k] = load(begin, k) * w;
+        who[k] = Ids{} + id;
+      }
+    }
+    for (int64_t e = begin + 1; e < end; ++e) {
+      if (e + kPrefetchEdges < end) prefetch_span(x + p.col[e + kPrefetchEdges] * F + f0, kMaxTile);
+      const float w = edge_factor<float, float>(p, r, p.col[e], e);
+      const int32_t id = static_cast<int32_t>(edge_ident(p, e));
+#pragma GCC unroll 4
+      for (int k = 0; k < kMaxVectors; ++k) {
+        const Lanes v = load(e, k) * w;
+        const Ids take = (v > best[k]) | ((v != v) & (best[k] == best[k]));
+        best[k] = take ? v : best[k];
+        who[k] = take ? id : who[k];
+      }
+    }
+    std::memcpy(out + f0, best, sizeof(best));
+    for (int k = 0; k < kMaxTile; ++k) arg[f0 + k] = who[k / kMaxLanes][k % kMaxLanes];
+  }
+  std::fill(out + f0, out + F, 0.0f);
+  std::fill(arg + f0, arg + F, int64_t(-1));
+  for (int64_t e = begin; e < end && f0 < F; ++e) {
+    const int64_t c = p.col[e];
+    const float w = edge_factor<float, float>(p, r, c, e);
+    const float* __restrict xr = x + c * F;
+    const int64_t id = edge_ident(p, e);
+    for (int64_t f = f0; f < F; ++f) {
+      const float v = w * xr[f];
+      const bool take = max_takes(v, out[f], arg[f]);
+      out[f] = take ? v : out[f];
+      arg[f] = take ? id : arg[f];
     }
   }
 }
@@ -112,6 +186,9 @@ void aggregate(const AggregateParams& p) {
   switch (p.dtype) {
     case DType::kFloat32:
       if (sum) return sum_rows<float>(p, check);
+      if (p.mode == AggMode::kMax && p.num_edges <= INT32_MAX) {
+        return for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { float_max_row(p, r); });
+      }
       for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { generic_row<float>(p, r); });
       break;
     case DType::kFloat64:
