@@ -1,10 +1,12 @@
-"""The CPU float32 max in register tiles (csrc/aggregate/aggregate_cpu_impl.h, float_max_row):
-whole tiles of 16 features (8 on CPUs without AVX2) and a feature-by-feature tail must give
-bitwise the maxima and winning edge ids of the rule max_takes states: the first edge of a row
+"""The CPU float32 max and its backward's masked sum in register tiles
+(csrc/aggregate/aggregate_cpu_impl.h, float_max_row and float_masked_sum_row): whole tiles of
+16 features (8 on CPUs without AVX2) and a feature-by-feature tail must give bitwise the
+maxima and winning edge ids of the rule max_takes states: the first edge of a row
 wins first, a later one only when strictly larger (ties keep the earlier edge, so +0.0 does not
 replace -0.0), and the first NaN wins over any number and then sticks. The reference below
 applies that rule edge by edge in float32, with the same edge factor (row scale, column scale,
-then weight, looked up by edge id), on rows full of ties, signed zeros and NaNs."""
+then weight, looked up by edge id), on rows full of ties, signed zeros and NaNs; and the
+masked sum, the sum in edge order of the values whose edge won the forward's max."""
 
 from __future__ import annotations
 
@@ -18,6 +20,18 @@ from galfast._native import _C
 from galfast.ops.aggregate import launch_aggregate
 
 
+def edge_factor(r, c, ident, weight, row_scale, col_scale):
+    """w_e in float32, in the kernel's order: row scale, column scale, then weight."""
+    w = np.float32(1)
+    if row_scale is not None:
+        w = np.float32(w * row_scale[r])
+    if col_scale is not None:
+        w = np.float32(w * col_scale[c])
+    if weight is not None:
+        w = np.float32(w * weight[ident])
+    return w
+
+
 def max_reference(rowptr, col, edge_id, weight, row_scale, col_scale, x):
     """(out, arg) of the max over CSR rows, edge by edge, in float32."""
     rows, features = rowptr.size - 1, x.shape[1]
@@ -25,20 +39,26 @@ def max_reference(rowptr, col, edge_id, weight, row_scale, col_scale, x):
     arg = np.full((rows, features), -1, dtype=np.int64)
     for r in range(rows):
         for e in range(rowptr[r], rowptr[r + 1]):
-            c, ident = col[e], edge_id[e] if edge_id is not None else e
-            w = np.float32(1)
-            if row_scale is not None:
-                w = np.float32(w * row_scale[r])
-            if col_scale is not None:
-                w = np.float32(w * col_scale[c])
-            if weight is not None:
-                w = np.float32(w * weight[ident])
-            v = (x[c] * w).astype(np.float32)
+            c, ident = col[e], edge_id[e]
+            v = (x[c] * edge_factor(r, c, ident, weight, row_scale, col_scale)).astype(np.float32)
             current = out[r]
             take = (arg[r] < 0) | (v > current) | (np.isnan(v) & ~np.isnan(current))
             out[r] = np.where(take, v, current)
             arg[r] = np.where(take, ident, arg[r])
     return out, arg
+
+
+def masked_sum_reference(rowptr, col, edge_id, weight, row_scale, col_scale, x, mask):
+    """Max's backward on the transpose: out[r] = sum over r's edges e, in order, of w_e * x[c]
+    where mask[c] == id(e), else +0.0, in float32."""
+    rows, features = rowptr.size - 1, x.shape[1]
+    out = np.zeros((rows, features), dtype=np.float32)
+    for r in range(rows):
+        for e in range(rowptr[r], rowptr[r + 1]):
+            c, ident = col[e], edge_id[e]
+            v = (x[c] * edge_factor(r, c, ident, weight, row_scale, col_scale)).astype(np.float32)
+            out[r] = (out[r] + np.where(mask[c] == ident, v, np.float32(0))).astype(np.float32)
+    return out
 
 
 def awkward_features(num_nodes, features, seed):
@@ -52,6 +72,12 @@ def awkward_features(num_nodes, features, seed):
     x[nan_rows, np.arange(features)] = payloads.view(np.float32)
     x[5], x[6] = -0.0, 0.0
     return x
+
+
+def run_kernel(rowptr, col, edge_id, weight, row_scale, col_scale, x, mask_arg, mode):
+    empty = rowptr.new_empty(0)
+    args = (rowptr, col, None, edge_id, weight, row_scale, col_scale, empty, None, x, mask_arg)
+    return launch_aggregate(*args, int(mode))
 
 
 @pytest.mark.parametrize("features", [1, 7, 8, 9, 15, 16, 17, 24, 31, 32, 33, 48, 64, 70])
@@ -73,19 +99,10 @@ def test_tiles_and_tail_match_the_rule_bitwise(features, scaled):
         weight = torch.from_numpy(rng.choice([0.5, 1.0, 2.0], g.num_edges).astype(np.float32))
         row_scale = torch.from_numpy(rng.choice([1.0, 0.25], n).astype(np.float32))
         col_scale = torch.from_numpy(rng.choice([1.0, 4.0], n).astype(np.float32))
-    out, arg = launch_aggregate(
-        g.rowptr, g.col, None, edge_id, weight, row_scale, col_scale,
-        g.rowptr.new_empty(0), None, torch.from_numpy(x), None, int(_C.AggMode.MAX),
-    )  # fmt: skip
-    want_out, want_arg = max_reference(
-        g.rowptr.numpy(),
-        g.col.numpy(),
-        edge_id.numpy(),
-        None if weight is None else weight.numpy(),
-        None if row_scale is None else row_scale.numpy(),
-        None if col_scale is None else col_scale.numpy(),
-        x,
-    )
+    tensors = (edge_id, weight, row_scale, col_scale)
+    arrays = [None if t is None else t.numpy() for t in tensors]
+    out, arg = run_kernel(g.rowptr, g.col, *tensors, torch.from_numpy(x), None, _C.AggMode.MAX)
+    want_out, want_arg = max_reference(g.rowptr.numpy(), g.col.numpy(), *arrays, x)
     assert np.array_equal(arg.numpy(), want_arg)
     assert np.array_equal(out.numpy().view(np.uint32), want_out.view(np.uint32))
     # the case is awkward: a NaN in every column of the hub row, a tie of signed zeros won by
@@ -95,6 +112,19 @@ def test_tiles_and_tail_match_the_rule_bitwise(features, scaled):
     assert (want_out[n - 3] == 0).all() and (want_arg[n - 3] == edge_id[zeros].item()).all()
     assert (want_arg[n - 2 :] == -1).all()
 
+    # max's backward: the masked sum over the transpose (CSC rows, edges mapped to their CSR
+    # slots' ids), scales swapped as the backward swaps them
+    csc = g.csc
+    grad = awkward_features(n, features, seed=features + 1)
+    back = (edge_id[csc.edge_id], weight, col_scale, row_scale)
+    got, _ = run_kernel(
+        csc.colptr, csc.row, *back, torch.from_numpy(grad), arg, _C.AggMode.MASKED_SUM
+    )
+    back_arrays = [None if t is None else t.numpy() for t in back]
+    want = masked_sum_reference(csc.colptr.numpy(), csc.row.numpy(), *back_arrays, grad, want_arg)
+    assert np.array_equal(got.numpy().view(np.uint32), want.view(np.uint32))
+    assert (want != 0).any() and (want == 0).any()
+
 
 def test_a_nan_on_the_first_edge_sticks():
     # the first edge sets the tile; a NaN there is never replaced, even by larger numbers
@@ -103,9 +133,6 @@ def test_a_nan_on_the_first_edge_sticks():
     x[0, 3] = float("nan")
     x[1] = 5.0
     x[2] = 9.0
-    out, arg = launch_aggregate(
-        g.rowptr, g.col, None, None, None, None, None,
-        g.rowptr.new_empty(0), None, x, None, int(_C.AggMode.MAX),
-    )  # fmt: skip
+    out, arg = run_kernel(g.rowptr, g.col, None, None, None, None, x, None, _C.AggMode.MAX)
     assert torch.isnan(out[3, 3]) and arg[3, 3].item() == 0
     assert out[3, 0].item() == 9.0 and arg[3, 0].item() == 2

@@ -31,25 +31,25 @@ namespace galfast {
 namespace GALFAST_CPU_ISA {
 namespace {
 
-// Row r for max and for the masked sum of max's backward.
+// Features [f0, F) of row r for max and for the masked sum of max's backward.
 template <typename T>
-inline void generic_row(const AggregateParams& p, int64_t r) {
+inline void generic_row(const AggregateParams& p, int64_t r, int64_t f0 = 0) {
   const int64_t F = p.num_features, begin = p.rowptr[r], end = p.rowptr[r + 1];
   const T* __restrict x = static_cast<const T*>(p.x);
   T* __restrict out = static_cast<T*>(p.out) + r * F;
-  std::fill(out, out + F, T(0));
+  std::fill(out + f0, out + F, T(0));
   const bool is_max = p.mode == AggMode::kMax;
   int64_t* __restrict arg = is_max ? p.arg + r * F : nullptr;
-  if (is_max) std::fill(arg, arg + F, int64_t(-1));
-  for (int64_t e = begin; e < end; ++e) {
-    if (e + kPrefetchEdges < end) prefetch_span(x + p.col[e + kPrefetchEdges] * F, F);
+  if (is_max) std::fill(arg + f0, arg + F, int64_t(-1));
+  for (int64_t e = begin; e < end && f0 < F; ++e) {
+    if (e + kPrefetchEdges < end) prefetch_span(x + p.col[e + kPrefetchEdges] * F + f0, F - f0);
     const int64_t c = p.col[e];
     const T w = edge_factor<T, T>(p, r, c, e);
     const T* __restrict xr = x + c * F;
     const int64_t id = edge_ident(p, e);
     if (is_max) {
       // selects, not a branch a feature: a new maximum is a coin toss early in a row
-      for (int64_t f = 0; f < F; ++f) {
+      for (int64_t f = f0; f < F; ++f) {
         const T v = w * xr[f];
         const bool take = max_takes(v, out[f], arg[f]);
         out[f] = take ? v : out[f];
@@ -57,19 +57,18 @@ inline void generic_row(const AggregateParams& p, int64_t r) {
       }
     } else {
       const int64_t* __restrict mask = p.mask_arg + c * F;
-      for (int64_t f = 0; f < F; ++f) out[f] += mask[f] == id ? w * xr[f] : T(0);
+      for (int64_t f = f0; f < F; ++f) out[f] += mask[f] == id ? w * xr[f] : T(0);
     }
   }
 }
 
-// Max of float32 rows, kMaxTile features at a time: the tile's running maxima and their
-// edges' ids (int32: the caller checks num_edges fits) stay in registers across the row's
-// edges and are stored once; generic_row keeps them in memory, so each edge reloads what the
-// previous one stored. The tile is kMaxVectors vectors of the build's native width (GCC lowers
-// the compares and selects of wider vector types lane by lane). The first edge sets the tile;
-// the later ones take max_takes' steps without its no-winner-yet term, lane by lane, so the
-// maxima and ids are bitwise generic_row's. Features past the last whole tile go through
-// generic_row's loop.
+// Max and its backward's masked sum on float32 rows, kMaxTile features at a time: the tile's
+// running values (and, for max, their edges' ids) stay in registers across the row's edges and
+// are stored once; generic_row keeps them in memory, so each edge reloads what the previous
+// one stored. The tile is kMaxVectors vectors of the build's native width (GCC lowers the
+// compares and selects of wider vector types lane by lane). Ids are int32: the caller checks
+// that num_edges fits. Each lane takes generic_row's steps in its order, so the results are
+// bitwise generic_row's, which also takes the features past the last whole tile.
 #if defined(__AVX2__)
 constexpr int kMaxLanes = 8;
 #else
@@ -77,31 +76,45 @@ constexpr int kMaxLanes = 4;
 #endif
 constexpr int kMaxVectors = 2;
 constexpr int kMaxTile = kMaxLanes * kMaxVectors;
+using FloatLanes = float __attribute__((vector_size(kMaxLanes * sizeof(float))));
+using IdLanes = int32_t __attribute__((vector_size(kMaxLanes * sizeof(int32_t))));
+
+inline FloatLanes load_lanes(const float* from) {
+  FloatLanes v;
+  std::memcpy(&v, from, sizeof(v));
+  return v;
+}
+
+// The low halves of kMaxLanes int64 ids, which are the ids themselves where they lie in
+// [-1, 2^31) (little-endian CPUs only; the caller checks).
+inline IdLanes load_low_halves(const int64_t* from) {
+  IdLanes a, b;
+  std::memcpy(&a, from, sizeof(a));
+  std::memcpy(&b, from + kMaxLanes / 2, sizeof(b));
+#if defined(__AVX2__)
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
+#else
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#endif
+}
 
 inline void float_max_row(const AggregateParams& p, int64_t r) {
-  using Lanes = float __attribute__((vector_size(kMaxLanes * sizeof(float))));
-  using Ids = int32_t __attribute__((vector_size(kMaxLanes * sizeof(int32_t))));
   const int64_t F = p.num_features, begin = p.rowptr[r], end = p.rowptr[r + 1];
   const float* __restrict x = static_cast<const float*>(p.x);
   float* __restrict out = static_cast<float*>(p.out) + r * F;
   int64_t* __restrict arg = p.arg + r * F;
   int64_t f0 = 0;
   for (; f0 + kMaxTile <= F && begin < end; f0 += kMaxTile) {
-    Lanes best[kMaxVectors];
-    Ids who[kMaxVectors];
-    const auto load = [&](int64_t e, int k) {
-      Lanes v;
-      std::memcpy(&v, x + p.col[e] * F + f0 + k * kMaxLanes, sizeof(v));
-      return v;
-    };
-    {
-      const float w = edge_factor<float, float>(p, r, p.col[begin], begin);
-      const int32_t id = static_cast<int32_t>(edge_ident(p, begin));
+    FloatLanes best[kMaxVectors];
+    IdLanes who[kMaxVectors];
+    // the first edge sets the tile (max_takes' no-winner-yet term), so the later edges' steps
+    // leave it out
+    const float w0 = edge_factor<float, float>(p, r, p.col[begin], begin);
+    const int32_t id0 = static_cast<int32_t>(edge_ident(p, begin));
 #pragma GCC unroll 4
-      for (int k = 0; k < kMaxVectors; ++k) {
-        best[k] = load(begin, k) * w;
-        who[k] = Ids{} + id;
-      }
+    for (int k = 0; k < kMaxVectors; ++k) {
+      best[k] = load_lanes(x + p.col[begin] * F + f0 + k * kMaxLanes) * w0;
+      who[k] = IdLanes{} + id0;
     }
     for (int64_t e = begin + 1; e < end; ++e) {
       if (e + kPrefetchEdges < end) prefetch_span(x + p.col[e + kPrefetchEdges] * F + f0, kMaxTile);
@@ -109,8 +122,8 @@ inline void float_max_row(const AggregateParams& p, int64_t r) {
       const int32_t id = static_cast<int32_t>(edge_ident(p, e));
 #pragma GCC unroll 4
       for (int k = 0; k < kMaxVectors; ++k) {
-        const Lanes v = load(e, k) * w;
-        const Ids take = (v > best[k]) | ((v != v) & (best[k] == best[k]));
+        const FloatLanes v = load_lanes(x + p.col[e] * F + f0 + k * kMaxLanes) * w;
+        const IdLanes take = (v > best[k]) | ((v != v) & (best[k] == best[k]));
         best[k] = take ? v : best[k];
         who[k] = take ? id : who[k];
       }
@@ -118,20 +131,35 @@ inline void float_max_row(const AggregateParams& p, int64_t r) {
     std::memcpy(out + f0, best, sizeof(best));
     for (int k = 0; k < kMaxTile; ++k) arg[f0 + k] = who[k / kMaxLanes][k % kMaxLanes];
   }
-  std::fill(out + f0, out + F, 0.0f);
-  std::fill(arg + f0, arg + F, int64_t(-1));
-  for (int64_t e = begin; e < end && f0 < F; ++e) {
-    const int64_t c = p.col[e];
-    const float w = edge_factor<float, float>(p, r, c, e);
-    const float* __restrict xr = x + c * F;
-    const int64_t id = edge_ident(p, e);
-    for (int64_t f = f0; f < F; ++f) {
-      const float v = w * xr[f];
-      const bool take = max_takes(v, out[f], arg[f]);
-      out[f] = take ? v : out[f];
-      arg[f] = take ? id : arg[f];
+  generic_row<float>(p, r, f0);
+}
+
+inline void float_masked_sum_row(const AggregateParams& p, int64_t r) {
+  const int64_t F = p.num_features, begin = p.rowptr[r], end = p.rowptr[r + 1];
+  const float* __restrict x = static_cast<const float*>(p.x);
+  float* __restrict out = static_cast<float*>(p.out) + r * F;
+  int64_t f0 = 0;
+  for (; f0 + kMaxTile <= F; f0 += kMaxTile) {
+    FloatLanes sum[kMaxVectors] = {};
+    for (int64_t e = begin; e < end; ++e) {
+      if (e + kPrefetchEdges < end) {
+        const int64_t ahead = p.col[e + kPrefetchEdges] * F + f0;
+        prefetch_span(x + ahead, kMaxTile);
+        prefetch_span(p.mask_arg + ahead, kMaxTile);
+      }
+      const int64_t c = p.col[e];
+      const float w = edge_factor<float, float>(p, r, c, e);
+      const int32_t id = static_cast<int32_t>(edge_ident(p, e));
+#pragma GCC unroll 4
+      for (int k = 0; k < kMaxVectors; ++k) {
+        const FloatLanes v = load_lanes(x + c * F + f0 + k * kMaxLanes) * w;
+        const IdLanes mask = load_low_halves(p.mask_arg + c * F + f0 + k * kMaxLanes);
+        sum[k] += mask == id ? v : FloatLanes{};
+      }
     }
+    std::memcpy(out + f0, sum, sizeof(sum));
   }
+  generic_row<float>(p, r, f0);
 }
 
 // Rows [first, last): their edge ranges and the indices they gather by lie in bounds
@@ -186,8 +214,12 @@ void aggregate(const AggregateParams& p) {
   switch (p.dtype) {
     case DType::kFloat32:
       if (sum) return sum_rows<float>(p, check);
-      if (p.mode == AggMode::kMax && p.num_edges <= INT32_MAX) {
+      if (p.num_edges <= INT32_MAX && p.mode == AggMode::kMax) {
         return for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { float_max_row(p, r); });
+      }
+      if (p.num_edges <= INT32_MAX && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) {
+        return for_each_row(p.rowptr, p.num_rows, check,
+                            [&](int64_t r) { float_masked_sum_row(p, r); });
       }
       for_each_row(p.rowptr, p.num_rows, check, [&](int64_t r) { generic_row<float>(p, r); });
       break;
