@@ -69,32 +69,33 @@ inline void generic_row(const AggregateParams& p, int64_t r, int64_t f0 = 0) {
 // compares and selects of wider vector types lane by lane). Ids are int32: the caller checks
 // that num_edges fits. Each lane takes generic_row's steps in its order, so the results are
 // bitwise generic_row's, which also takes the features past the last whole tile.
-#if defined(__AVX2__)
-constexpr int kMaxLanes = 8;
-#else
-constexpr int kMaxLanes = 4;
-#endif
+constexpr int kMaxLanes = kRegisterBytes / static_cast<int>(sizeof(float));
 constexpr int kMaxVectors = 2;
 constexpr int kMaxTile = kMaxLanes * kMaxVectors;
 using FloatLanes = float __attribute__((vector_size(kMaxLanes * sizeof(float))));
 using IdLanes = int32_t __attribute__((vector_size(kMaxLanes * sizeof(int32_t))));
+// Unaligned loads go through may_alias types (common/lane_sums.h says why not memcpy).
+using UnalignedFloats =
+    float __attribute__((vector_size(sizeof(FloatLanes)), aligned(4), may_alias));
+using UnalignedIds = int32_t __attribute__((vector_size(sizeof(IdLanes)), aligned(4), may_alias));
 
-inline FloatLanes load_lanes(const float* from) {
-  FloatLanes v;
-  std::memcpy(&v, from, sizeof(v));
-  return v;
+[[gnu::always_inline]] inline FloatLanes load_lanes(const float* from) {
+  return *reinterpret_cast<const UnalignedFloats*>(from);
 }
 
 // The low halves of kMaxLanes int64 ids, which are the ids themselves where they lie in
 // [-1, 2^31) (little-endian CPUs only; the caller checks).
-inline IdLanes load_low_halves(const int64_t* from) {
-  IdLanes a, b;
-  std::memcpy(&a, from, sizeof(a));
-  std::memcpy(&b, from + kMaxLanes / 2, sizeof(b));
-#if defined(__AVX2__)
+[[gnu::always_inline]] inline IdLanes load_low_halves(const int64_t* from) {
+  const IdLanes a = *reinterpret_cast<const UnalignedIds*>(from);
+  const IdLanes b = *reinterpret_cast<const UnalignedIds*>(from + kMaxLanes / 2);
+#if defined(__AVX__) && defined(__clang__)  // kRegisterBytes' condition: 8 lanes
   return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14);
-#else
+#elif defined(__AVX__)
+  return __builtin_shuffle(a, b, IdLanes{0, 2, 4, 6, 8, 10, 12, 14});
+#elif defined(__clang__)
   return __builtin_shufflevector(a, b, 0, 2, 4, 6);
+#else
+  return __builtin_shuffle(a, b, IdLanes{0, 2, 4, 6});
 #endif
 }
 
