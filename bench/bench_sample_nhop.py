@@ -7,7 +7,8 @@ MovieLens-1M-sized bipartite graph of bench/graphs.py (9,746 nodes, ~2.0M direct
     PYTHONPATH=. python bench/bench_sample_nhop.py 7 2  # the same on two threads (wall clock)
     PYTHONPATH=. python bench/bench_sample_nhop.py 7 1 avx2  # galfast's AVX2 walks (or baseline)
 
-Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, and CUDA when a GPU is present), the three
+Groups: ``nhop-<starts>-hops<n>`` puts galfast (CPU, its AVX2 and baseline walks as a CPU
+without AVX-512 runs them, and CUDA when a GPU is present), the three
 numba peers of bench/nhop_baselines.py ("numba-splitmix", the fastest we could write, with
 prefetched reads; "numba-splitmix-gather", the same walks with each hop's reads in a gather loop
 of their own, the earlier peer and sometimes the faster one at 1 hop; and "numba", a plain loop
@@ -123,6 +124,19 @@ def walker(request, graph, starts, implementation, hops):
     """(number of walks, a function running them) for one peer."""
     if implementation == "galfast-cpu":
         return starts.numel(), lambda: sample_nhop(graph, starts, hops, seed=1)
+    if implementation in ("galfast-cpu-avx2", "galfast-cpu-baseline"):
+        from galfast._native import _C
+
+        isa = implementation.rsplit("-", 1)[1]
+
+        def narrower():
+            before = _C.set_sample_nhop_isa(isa)
+            try:
+                sample_nhop(graph, starts, hops, seed=1)
+            finally:
+                _C.set_sample_nhop_isa(before)
+
+        return starts.numel(), narrower
     if implementation == "galfast-cuda":
         g, s = request.getfixturevalue("cuda_graph"), starts.cuda()
 
@@ -162,6 +176,8 @@ def walker(request, graph, starts, implementation, hops):
     "implementation",
     [
         "galfast-cpu",
+        "galfast-cpu-avx2",
+        "galfast-cpu-baseline",
         "galfast-cuda",
         "numba-splitmix",
         "numba-splitmix-gather",

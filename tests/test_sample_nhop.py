@@ -329,9 +329,8 @@ def test_opcheck():
 def test_int32_starts_are_accepted():
     graph, _ = GRAPHS["undirected"]()
     starts = torch.tensor(all_starts(graph.num_nodes, 3))
-    assert torch.equal(
-        sample_nhop(graph, starts.int(), 2, seed=3), sample_nhop(graph, starts, 2, seed=3)
-    )
+    end = sample_nhop(graph, starts.int(), 2, seed=3)
+    assert end.dtype == torch.int64 and torch.equal(end, sample_nhop(graph, starts, 2, seed=3))
 
 
 @pytest.mark.parametrize(
@@ -425,6 +424,6 @@ def test_graph_without_edges_fails_every_walk(mode):
     end, paths = sample_nhop(
         graph, torch.tensor([2, 0], dtype=torch.int32), 2, seed=0, mode=mode, return_paths=True
     )
-    assert end.tolist() == [-1, -1]
-    assert paths.tolist() == [[2, -1, -1], [0, -1, -1]]
+    assert end.tolist() == [-1, -1] and end.dtype == torch.int64
+    assert paths.tolist() == [[2, -1, -1], [0, -1, -1]] and paths.dtype == torch.int64
     assert sample_nhop(graph, torch.tensor([1]), 1, seed=0, mode=mode).tolist() == [-1]

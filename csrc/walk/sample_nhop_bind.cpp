@@ -45,7 +45,35 @@ void bind_sample_nhop(py::module_& m) {
       .value("INT64", IndexType::kInt64);
 
   py::class_<SampleNhopParams> walk(m, "SampleNhopParams");
+  // Every field in one call, in the struct's order: a small batch's call costs a few
+  // microseconds less than one attribute set per field (about 0.3 us each).
   walk.def(py::init<>())
+      .def(py::init([](std::uintptr_t out_ptr, std::uintptr_t out_nbr, std::uintptr_t in_ptr,
+                       std::uintptr_t in_nbr, std::uintptr_t starts, std::uintptr_t end,
+                       std::uintptr_t paths, int64_t num_nodes, int64_t num_walks,
+                       uint64_t walk_offset, uint64_t seed, int hops, uint32_t max_retries,
+                       uint32_t first_attempt, WalkMode mode, IndexType index_type,
+                       std::uintptr_t out_nbr16) {
+        SampleNhopParams p;
+        p.out_ptr = reinterpret_cast<const void*>(out_ptr);
+        p.out_nbr = reinterpret_cast<const void*>(out_nbr);
+        p.in_ptr = reinterpret_cast<const void*>(in_ptr);
+        p.in_nbr = reinterpret_cast<const void*>(in_nbr);
+        p.starts = reinterpret_cast<const int64_t*>(starts);
+        p.end = reinterpret_cast<int64_t*>(end);
+        p.paths = reinterpret_cast<int64_t*>(paths);
+        p.num_nodes = num_nodes;
+        p.num_walks = num_walks;
+        p.walk_offset = walk_offset;
+        p.seed = seed;
+        p.hops = hops;
+        p.max_retries = max_retries;
+        p.first_attempt = first_attempt;
+        p.mode = mode;
+        p.index_type = index_type;
+        p.out_nbr16 = reinterpret_cast<const uint16_t*>(out_nbr16);
+        return p;
+      }))
       .def_readwrite("num_nodes", &SampleNhopParams::num_nodes)
       .def_readwrite("num_walks", &SampleNhopParams::num_walks)
       .def_readwrite("walk_offset", &SampleNhopParams::walk_offset)

@@ -18,6 +18,10 @@ __all__ = ["sample_nhop"]
 
 # mode name -> _C.WalkMode value (custom ops take ints): {"paper": 0, "simple": 1, "exact": 2}
 MODES = {name.lower(): int(mode) for name, mode in _C.WalkMode.__members__.items()}
+_WALK_MODES = {int(mode): mode for mode in _C.WalkMode.__members__.values()}
+_EXACT = MODES["exact"]
+_INDEX_TYPES = (_C.IndexType.INT64, _C.IndexType.INT32)  # by "the ids are int32"
+_CPU = torch.device("cpu")
 MAX_HOPS = int(_C.NHOP_MAX_HOPS)
 MAX_EXACT_HOPS = int(_C.NHOP_MAX_EXACT_HOPS)
 _UINT32 = 2**32
@@ -115,9 +119,9 @@ def walk_neighbours16(graph: Graph) -> Optional[Tensor]:
 
 def _sample_nhop_outputs(starts: Tensor, hops: int, return_paths: bool) -> tuple[Tensor, Tensor]:
     """(end [B], paths [B, hops + 1], or [0, hops + 1] without return_paths), int64."""
-    num_walks = starts.size(0)
-    end = starts.new_empty(num_walks, dtype=torch.long)
-    return end, starts.new_empty((num_walks if return_paths else 0, hops + 1), dtype=torch.long)
+    num_walks = starts.size(0)  # starts is int64 (sample_nhop passes starts.long())
+    end = starts.new_empty(num_walks)
+    return end, starts.new_empty((num_walks if return_paths else 0, hops + 1))
 
 
 def launch_sample_nhop(
@@ -136,29 +140,37 @@ def launch_sample_nhop(
     out_nbr16: Optional[Tensor] = None,
 ) -> tuple[Tensor, Tensor]:
     """(end, paths) of csrc/walk/sample_nhop.h; the seed comes in 32-bit halves (ops take int64).
-    `out_nbr16`: walk_neighbours16's copy of out_nbr, or None."""
+    `out_nbr16`: walk_neighbours16's copy of out_nbr, or None. `starts` is contiguous int64."""
     end, paths = _sample_nhop_outputs(starts, hops, return_paths)
-    p = _C.SampleNhopParams()
-    p.out_ptr, p.out_nbr, p.in_ptr, p.in_nbr = ptr(out_ptr), ptr(out_nbr), ptr(in_ptr), ptr(in_nbr)
-    p.out_nbr16 = ptr(out_nbr16)
-    p.num_nodes = out_ptr.numel() - 1
-    p.seed = (seed_hi << 32) | seed_lo
-    p.hops = hops
-    p.mode = _C.WalkMode(mode)
-    p.index_type = _C.IndexType.INT32 if out_nbr.dtype == torch.int32 else _C.IndexType.INT64
-    exact = mode == MODES["exact"]
-    if starts.device.type == "cuda":  # one launch: a GPU kernel cannot stop half-way anyway
-        _set_walks(p, starts, end, paths, return_paths, 0, starts.numel(), walk_offset)
-        p.max_retries = max_retries
+    num_walks = starts.numel()
+    if num_walks == 0:
+        return end, paths
+    exact = mode == _EXACT
+    on_cpu = starts.device == _CPU
+    # On a GPU, one launch: a GPU kernel cannot stop half-way anyway.
+    cost = _walk_cost(out_ptr, hops, exact) if on_cpu else 1
+    count = min(num_walks, max(1, _HOPS_PER_ROUND // cost)) if on_cpu else num_walks
+    # one constructor call (a field set costs about 0.3 us); walks [0, count) first
+    starts_at, end_at = starts.data_ptr(), end.data_ptr()
+    paths_at = paths.data_ptr() if return_paths else 0
+    p = _C.SampleNhopParams(
+        ptr(out_ptr), ptr(out_nbr), ptr(in_ptr), ptr(in_nbr), starts_at, end_at, paths_at,
+        out_ptr.numel() - 1, count, walk_offset, (seed_hi << 32) | seed_lo, hops, max_retries,
+        0, _WALK_MODES[mode], _INDEX_TYPES[out_nbr.dtype == torch.int32], ptr(out_nbr16),
+    )  # fmt: skip
+    if not on_cpu or (count == num_walks and not exact):
         run_kernel("sample_nhop", p, starts.device)
         return end, paths
-    cost = _walk_cost(out_ptr, hops, exact)
-    num_walks, begin = starts.numel(), 0
+    # a long CPU batch runs in rounds of a fraction of a second each (interruptible); exact mode
+    # also retries its pending walks in rounds of attempts
+    begin = 0
     while begin < num_walks:
         count = min(num_walks - begin, max(1, _HOPS_PER_ROUND // cost))
-        _set_walks(p, starts, end, paths, return_paths, begin, count, walk_offset)
+        p.starts, p.end = starts_at + 8 * begin, end_at + 8 * begin
+        p.paths = paths_at + 8 * begin * (hops + 1) if return_paths else 0
+        p.num_walks, p.walk_offset = count, walk_offset + begin
         first, pending = 0, count
-        while True:  # rounds of attempts; only exact mode retries
+        while True:
             last = min(max_retries, first + max(1, _HOPS_PER_ROUND // (cost * pending)) - 1)
             p.first_attempt, p.max_retries = first, last if exact else max_retries
             run_kernel("sample_nhop", p, starts.device)
@@ -170,13 +182,6 @@ def launch_sample_nhop(
             first = last + 1
         begin += count
     return end, paths
-
-
-def _set_walks(p, starts, end, paths, return_paths, begin, count, walk_offset) -> None:
-    """Points `p` at walks [begin, begin + count) of the batch."""
-    p.starts, p.end = ptr(starts[begin:]), ptr(end[begin:])
-    p.paths = ptr(paths[begin:]) if return_paths else 0
-    p.num_walks, p.walk_offset = count, walk_offset + begin
 
 
 def _walk_cost(out_ptr: Tensor, hops: int, exact: bool) -> int:
@@ -193,6 +198,8 @@ _sample_nhop_op = kernel_op("sample_nhop", launch_sample_nhop, _sample_nhop_outp
 
 
 def _check_int(name: str, value, low: int, high: int) -> None:
+    if type(value) is int and low <= value < high:  # the common case, in one test
+        return
     if isinstance(value, bool) or not isinstance(value, int):
         raise ValueError(f"{name} must be an int, got {type(value).__name__}")
     if not low <= value < high:
@@ -223,12 +230,13 @@ def _check_inputs(
         raise ValueError(f"starts must hold int64 or int32 node ids, got {starts.dtype}")
     if starts.dim() != 1:
         raise ValueError(f"starts must have shape [num_walks], got {list(starts.shape)}")
-    if starts.device != graph.device:
-        raise ValueError(f"starts is on {starts.device} but the graph is on {graph.device}")
+    device = starts.device
+    if device != graph.device:
+        raise ValueError(f"starts is on {device} but the graph is on {graph.device}")
     _check_int("walk_offset", walk_offset, 0, 2**63 - starts.numel())
     # The CPU kernel checks every start itself as it reads it, naming the first bad walk
     # (sample_nhop_cpu.cpp): a separate pass here would cost a third of a 1-hop batch.
-    if starts.numel() and (starts.device.type != "cpu" or graph.num_edges == 0):
+    if starts.numel() and (device != _CPU or graph.num_edges == 0):
         low, high = (int(v) for v in torch.aminmax(starts))
         if low < 0 or high >= graph.num_nodes:
             bad = low if low < 0 else high
@@ -311,7 +319,7 @@ def sample_nhop(
     """
     _check_inputs(graph, starts, hops, seed, mode, max_retries, walk_offset)
     if graph.num_edges == 0:  # every walk is stuck at its start; the kernel needs an adjacency
-        end, paths = _sample_nhop_outputs(starts, hops, return_paths)
+        end, paths = _sample_nhop_outputs(starts.long(), hops, return_paths)
         end.fill_(-1)
         paths.fill_(-1)
         if return_paths:
@@ -320,8 +328,11 @@ def sample_nhop(
     # The walk has no gradient: eager code calls the launcher itself, skipping the op dispatch
     # (whose first call imports torch's compiler stack, seconds); tracing needs the custom op.
     walk = _sample_nhop_op if tracing() else launch_sample_nhop
+    adjacency, neighbours16 = graph.cached(
+        ("sample_nhop", "inputs"), lambda: (walk_adjacency(graph), walk_neighbours16(graph))
+    )  # one lookup a call
     end, paths = walk(
-        *walk_adjacency(graph),
+        *adjacency,
         starts.long().contiguous(),
         hops,
         seed % _UINT32,
@@ -330,6 +341,6 @@ def sample_nhop(
         MODES[mode],
         max_retries,
         return_paths,
-        walk_neighbours16(graph),
+        neighbours16,
     )
     return (end, paths) if return_paths else end
