@@ -16,13 +16,13 @@
 // core always has reads in flight (without it, a 1-hop block would prefetch everything, then
 // wait).
 //
-// `Lanes` provides, as static functions: Vec (kLanes int32) and Mask types; below(count), the
-// mask of the first count lanes; nonnegative(m, v) and equal(m, a, b), masks within m;
-// none(), either(a, b) and bits(m); load and store of an aligned Vec; words(p), an unaligned Vec of
-// uint32; starts_in_range(starts, n, num_nodes); starts32(starts, m), starts narrowed to int32;
-// pair_keys(...) and hop_words(...), the hash loops; draw(out_ptr, node, live, words), the
-// slot each lane draws in its node's row (-1 where not live or the row is empty); gather16 and
-// gather32, the neighbour reads; store_ends(end, node, m, streamed).
+// `Lanes` provides Vec (kLanes int32) and Mask types and, as static functions: below(count),
+// the mask of the first count lanes; nonnegative(m, v) and equal(m, a, b), masks within m;
+// none(), either(a, b) and bits(m); load and store of an aligned Vec; words(p), an unaligned
+// Vec of uint32; starts_in_range(starts, n, num_nodes); starts32(starts, m), starts narrowed
+// to int32; pair_keys(...) and hop_words(...), the hash loops; draw(out_ptr, node, live,
+// words), the slot each lane draws in its node's row (-1 where not live or the row is empty);
+// gather16 and gather32, the neighbour reads; store_ends(end, node, m, streamed).
 #pragma once
 
 #ifndef GALFAST_LANES_TARGET
