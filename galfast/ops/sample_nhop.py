@@ -119,9 +119,9 @@ def walk_neighbours16(graph: Graph) -> Optional[Tensor]:
 
 def _sample_nhop_outputs(starts: Tensor, hops: int, return_paths: bool) -> tuple[Tensor, Tensor]:
     """(end [B], paths [B, hops + 1], or [0, hops + 1] without return_paths), int64."""
-    num_walks = starts.size(0)  # starts is int64 (sample_nhop passes starts.long())
-    end = starts.new_empty(num_walks)
-    return end, starts.new_empty((num_walks if return_paths else 0, hops + 1))
+    num_walks = starts.size(0)
+    end = starts.new_empty(num_walks, dtype=torch.long)
+    return end, starts.new_empty((num_walks if return_paths else 0, hops + 1), dtype=torch.long)
 
 
 def launch_sample_nhop(
@@ -319,7 +319,7 @@ def sample_nhop(
     """
     _check_inputs(graph, starts, hops, seed, mode, max_retries, walk_offset)
     if graph.num_edges == 0:  # every walk is stuck at its start; the kernel needs an adjacency
-        end, paths = _sample_nhop_outputs(starts.long(), hops, return_paths)
+        end, paths = _sample_nhop_outputs(starts, hops, return_paths)
         end.fill_(-1)
         paths.fill_(-1)
         if return_paths:
