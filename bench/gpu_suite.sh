@@ -43,8 +43,9 @@ if [ "${KERNELS:-1}" = 1 ]; then
     --json "$OUT/kernels.json") 2>&1 | tee -a "$LOG"
 fi
 
-# Whole `galfast run`s on the GPU (RUN_FLAGS: one run per entry, "_" for none), then one under
-# cProfile (bench/run_profile.py; its stats in run.prof) with the last entry's flags.
+# Whole `galfast run`s on the GPU (RUN_FLAGS: one run per entry, "_" for none: CUDA graphs, the
+# default there), then with the last entry's flags one timed by phase (bench/run_timeline.py)
+# and one under cProfile (bench/run_profile.py; its stats in run.prof).
 if [ "${RUNS:-1}" = 1 ]; then
   stage whole runs
   RUN="run --dataset synthetic-movielens-1m --encoder cheb --seeds 1 --device cuda --quiet"
@@ -54,7 +55,7 @@ if [ "${RUNS:-1}" = 1 ]; then
   export PYTHONPYCACHEPREFIX=/tmp/pycache
   unset PYTHONDONTWRITEBYTECODE
   (cd /tmp && timeout 120 galfast $RUN --out /tmp/warmup.json) >"$OUT/run_warmup.txt" 2>&1
-  for flags in ${RUN_FLAGS:-_ --cuda-graphs}; do
+  for flags in ${RUN_FLAGS:---no-cuda-graphs _}; do
     flags="${flags//_/}"
     start=$EPOCHREALTIME
     (cd /tmp && timeout 120 galfast $RUN $flags --out "/tmp/run$flags.json") >>"$OUT/run.txt" 2>&1
@@ -62,6 +63,8 @@ if [ "${RUNS:-1}" = 1 ]; then
     seconds=$(python -c "print(round($EPOCHREALTIME - $start, 2))")
     echo "galfast $RUN $flags: rc $rc in $seconds s" | tee -a "$LOG"
   done
+  timeline="$PWD/bench/run_timeline.py"
+  (cd /tmp && timeout 120 python "$timeline" -- $RUN $flags) 2>&1 | tail -n 12 | tee -a "$LOG"
   profiler="$PWD/bench/run_profile.py"
   (cd /tmp && timeout 150 python "$profiler" --stats "$OUT/run.prof" -- \
     $RUN $flags) >"$OUT/run_profile.txt" 2>&1

@@ -1,6 +1,7 @@
 """galfast.audit's fits on several threads (``workers``): the report is the one the fits give
 one after the other, whatever the thread count or order."""
 
+import os
 import threading
 
 import pytest
@@ -143,7 +144,15 @@ def test_bad_workers():
     for bad in (0, -1, 1.5, True):
         with pytest.raises(ValueError, match="workers"):
             audit(z, attrs[0], workers=bad, **base)
-    assert 1 <= default_workers() <= 2
+
+
+@pytest.mark.parametrize(
+    "cores, processes, threads", [(1, 1, 1), (2, 2, 2), (3, 3, 2), (16, 8, 2), (64, 8, 2)]
+)
+def test_default_workers_follow_the_usable_cores(monkeypatch, cores, processes, threads):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert default_workers() == processes
+    assert default_workers(processes=False) == threads
 
 
 def test_affine_calls_wait_for_their_worker_while_the_others_run():

@@ -162,6 +162,30 @@ def test_sweep_keeps_runs_recorded_before_a_setting_existed(tmp_path, monkeypatc
     assert calls == []
 
 
+def test_sweep_keeps_runs_recorded_with_cuda_graphs_off_by_default_then(tmp_path, monkeypatch):
+    # Records written when --cuda-graphs defaulted to off hold False; the same steps run with
+    # or without graphs, so the setting never decides whether a run is done.
+    argv = ["sweep", *TINY_GRAPH, "--seeds", "1", "--lam", "0", "--distance", "tv"]
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    (path,) = (tmp_path / "runs").glob("*.json")
+    record = json.loads(path.read_text())
+    assert record["config"]["cuda_graphs"] is None
+    record["config"]["cuda_graphs"] = False
+    path.write_text(json.dumps(record))
+    calls = []
+    monkeypatch.setattr(sweep_module, "run_experiment", lambda *a, **k: calls.append(a))
+    assert main([*argv, "--out", str(tmp_path)]) == 0
+    assert calls == []
+
+
+@pytest.mark.parametrize(
+    "flag, expected", [([], None), (["--cuda-graphs"], True), (["--no-cuda-graphs"], False)]
+)
+def test_cuda_graphs_flag_is_on_off_or_the_setups_default(flag, expected):
+    args = build_parser().parse_args(["run", *TINY_GRAPH, *flag])
+    assert args.cuda_graphs is expected
+
+
 def test_audit_command_on_saved_tensors(tmp_path, capsys):
     gen = torch.Generator().manual_seed(0)
     labels = torch.randint(0, 2, (200,), generator=gen)

@@ -145,12 +145,27 @@ def test_experiment_config_names_the_bad_setting():
         ({"lam": -1.0}, "lam"),
         ({"adv_schedule": "instead"}, "adv_schedule"),
         ({"device": "gpu"}, "device"),
+        ({"cuda_graphs": "yes", "device": "cuda"}, "cuda_graphs"),
+        ({"cuda_graphs": True}, "cuda_graphs"),
         ({"dataset_options": (("bogus", 1),)}, "dataset_options"),
         ({"dataset_options": (("num_nodes", 5), ("num_nodes", 6))}, "dataset_options"),
     ]:
         with pytest.raises(ConfigError) as info:
             ExperimentConfig(**{"dataset": "synthetic-graph", **fields})
         assert info.value.field == name, (fields, info.value)
+
+
+def test_cuda_graphs_default_to_the_setups_choice_on_a_gpu_only():
+    def graphed(by_default, **fields):
+        cfg = ExperimentConfig(dataset="synthetic-graph", **fields)
+        return cfg.cuda_graphs_for(by_default=by_default)
+
+    assert [graphed(True), graphed(False)] == [False, False]
+    assert [graphed(True, device="cuda"), graphed(False, device="cuda:1")] == [True, False]
+    for asked in (True, False):
+        assert graphed(False, device="cuda", cuda_graphs=asked) is asked
+        assert graphed(True, device="cuda", cuda_graphs=asked) is asked
+    assert graphed(True, cuda_graphs=False) is False
 
 
 def test_load_refuses_an_option_its_loader_does_not_take():

@@ -18,7 +18,7 @@ from galfast.audit.cells import cell_result, mean_metrics
 from galfast.audit.classic import CLASSIC_FAMILIES
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
 from galfast.audit.job_costs import head_cost
-from galfast.audit.jobs import Jobs, default_workers
+from galfast.audit.jobs import Jobs
 from galfast.audit.metrics import attack_metrics, baseline_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.search import SearchConfig
@@ -166,7 +166,8 @@ def audit(
         workers: independent attacker fits run side by side (each with ``threads``
             intra-op threads), in forked processes on Linux for CPU embeddings (before CUDA
             is initialised), else on threads; the results do not depend on it, since every
-            fit is keyed by its own seed. ``None``: the usable cores, at most 2.
+            fit is keyed by its own seed. ``None``: the usable cores, at most 8 processes
+            or 2 threads.
 
     Returns:
         :class:`~galfast.audit.AuditReport`.
@@ -208,9 +209,9 @@ def audit(
         search = SearchConfig()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be an int >= 1, got {threads!r}")
-    if workers is None:
-        workers = default_workers()
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+    if workers is not None and (
+        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
+    ):
         raise ValueError(f"workers must be an int >= 1 or None, got {workers!r}")
     if any(p.hops > 0 for p in pairings):
         if not isinstance(graph, Graph):

@@ -1,7 +1,7 @@
 """Rough run times of the audit's fits, in milliseconds at one thread, for ordering them.
 
 Only the order matters (:class:`~galfast.audit.jobs.Jobs` starts the costliest first), and
-only for the long fits: scheduling them early keeps the two workers busy to the end. The
+only for the long fits: scheduling them early keeps the workers busy to the end. The
 constants come from timing the fits on MovieLens-sized splits (a few thousand rows of 20-40
 features); the results never depend on them.
 """

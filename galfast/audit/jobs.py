@@ -27,13 +27,19 @@ from galfast.audit.threads import attacker_threads, load_modules
 __all__ = ["Jobs", "default_workers", "seeded_init"]
 
 _INIT_LOCK = threading.Lock()
-_MAX_DEFAULT_WORKERS = 2
+# Forked workers share nothing, so more cores finish the audit sooner until its longest chain
+# of fits (the scikit-learn worker's) is all that is left: about 8 on a MovieLens-size audit.
+# Thread workers share the GIL between their ATen calls: beyond 2 they mostly wait for it.
+_MAX_DEFAULT_PROCESSES = 8
+_MAX_DEFAULT_THREADS = 2
 
 
-def default_workers() -> int:
-    """The cores this process may run on, at most 2."""
+def default_workers(processes: bool = True) -> int:
+    """The cores this process may run on, at most 8 forked workers (``processes``) or 2
+    threads."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return max(1, min(cores or 1, _MAX_DEFAULT_WORKERS))
+    cap = _MAX_DEFAULT_PROCESSES if processes else _MAX_DEFAULT_THREADS
+    return max(1, min(cores or 1, cap))
 
 
 @contextmanager
@@ -48,7 +54,8 @@ def seeded_init(seed: int) -> Iterator[None]:
 
 class Jobs:
     """Runs ``submit``-ted calls on ``workers`` workers (``workers == 1``: at once, in the
-    caller's thread), each with ``threads`` intra-op threads in torch's and the native pools.
+    caller's thread; None: :func:`default_workers` of the kind picked), each with ``threads``
+    intra-op threads in torch's and the native pools.
 
     A free worker takes the queued call with the largest ``cost`` (then the earliest): the
     audit hands out all its fits at once, and starting the longest first lets the workers
@@ -68,7 +75,16 @@ class Jobs:
     process worker is forked at the first ``submit``; the calls and their arguments must then
     pickle (module-level functions, no closures)."""
 
-    def __init__(self, workers: int, threads: int, processes: Optional[bool] = None) -> None:
+    def __init__(
+        self, workers: Optional[int], threads: int, processes: Optional[bool] = None
+    ) -> None:
+        if processes is None:
+            # Forking now is safe, or it is not needed: standby workers forked before CUDA
+            # started (a GPU run's, see forked_workers) are all the workers wanted.
+            wanted = default_workers() if workers is None else workers
+            processes = forking_is_safe() or standby_workers(threads) >= wanted > 1
+        if workers is None:
+            workers = default_workers(processes)
         self._threads = threads
         self._pool: Optional[ThreadPoolExecutor] = None
         self._queue: list[_Call] = []
@@ -78,10 +94,6 @@ class Jobs:
         self._free = list(range(workers))  # the workers not running a call
         self._bound: dict[str, int] = {}  # affinity -> its worker
         self._limits: list = []  # native pools limited after a call loaded them
-        if processes is None:
-            # Forking now is safe, or it is not needed: standby workers forked before CUDA
-            # started (a GPU run's, see forked_workers) are all the workers wanted.
-            processes = forking_is_safe() or standby_workers(threads) >= workers > 1
         self._processes = processes
         self._forked: Optional[ForkedWorkers] = None
         self._reserved: list[int] = []  # forked workers that came with modules loaded

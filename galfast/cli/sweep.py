@@ -88,7 +88,8 @@ _RECORD_KEYS = ("config", "task_metric", "task", "attack", "baseline")
 def _finished(path: Path, config: ExperimentConfig) -> Optional[dict[str, Any]]:
     """The stored record when ``path`` holds this exact run, else None (a file that is not a
     run record is reported and trained again). Settings added to ExperimentConfig after a
-    record was written count as their defaults."""
+    record was written count as their defaults; whether the steps were replayed from CUDA
+    graphs does not count (the same steps either way)."""
     if not path.is_file():
         return None
     try:
@@ -105,8 +106,8 @@ def _finished(path: Path, config: ExperimentConfig) -> Optional[dict[str, Any]]:
     ):
         print(f"note: {path} is not a run record (fields missing); training that run again")
         return None
-    saved = {**ExperimentConfig().to_dict(), **record["config"]}
-    return record if saved == config.to_dict() else None
+    saved = {**ExperimentConfig().to_dict(), **record["config"], "cuda_graphs": None}
+    return record if saved == {**config.to_dict(), "cuda_graphs": None} else None
 
 
 def main(args: argparse.Namespace) -> int:

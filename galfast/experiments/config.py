@@ -59,7 +59,8 @@ class ExperimentConfig:
     adv_schedule: str = "after"
     # None: the setup's default (0; 35 for knowledge graphs).
     pretrain_epochs: Optional[int] = None
-    cuda_graphs: bool = False
+    # None: the setup's default on a CUDA device (see cuda_graphs_for), off on the CPU.
+    cuda_graphs: Optional[bool] = None
     dataset_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
     # "separate" (the paper) or "joint": how the encoder takes the adversary's gradient.
     adv_update: str = "separate"
@@ -198,8 +199,18 @@ class ExperimentConfig:
             raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
 
     def _check_cuda_graphs(self) -> None:
+        if self.cuda_graphs is not None and not isinstance(self.cuda_graphs, bool):
+            raise ValueError(f"cuda_graphs must be True, False or None, got {self.cuda_graphs!r}")
         if self.cuda_graphs and self.device == "cpu":
             raise ValueError(f"cuda_graphs needs a CUDA device, not {self.device!r}")
+
+    def cuda_graphs_for(self, by_default: bool) -> bool:
+        """Whether a setup's trainer replays its steps from CUDA graphs: as ``cuda_graphs``
+        says, or (None) on a CUDA device where the setup replays them ``by_default``: one
+        whose steps keep their shapes, so that each kind of step is captured once."""
+        if self.cuda_graphs is not None:
+            return self.cuda_graphs
+        return by_default and self.device != "cpu"
 
     def _check_dataset_options(self) -> None:
         keys = [key for key, _ in self.dataset_options]

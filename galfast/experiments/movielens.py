@@ -40,7 +40,8 @@ def train(
         task_loss=rating_cross_entropy,
         config=cfg.gal_config(adv_batch_size=256),
         device=cfg.device,
-        cuda_graphs=cfg.cuda_graphs,
+        # full batches of one size and the epoch's last: two shapes, each captured once
+        cuda_graphs=cfg.cuda_graphs_for(by_default=True),
     )
     ratings = dataset.train_ratings
     levels = range(1, dataset.num_rating_levels + 1)

@@ -55,7 +55,8 @@ def train(
         task_loss=link_loss,
         config=cfg.gal_config(),
         device=cfg.device,
-        cuda_graphs=cfg.cuda_graphs,
+        # whole-graph steps
+        cuda_graphs=cfg.cuda_graphs_for(by_default=True),
     )
     batches = LinkBatches(split.train_pos, dataset.num_nodes, batch_size=None, negatives=1)
     trainer.fit(split.graph, batches, attributes, epochs, x=dataset.x, progress=progress)
