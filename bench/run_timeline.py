@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import functools
+import sys
 import time
+from collections import Counter
 
 _START = time.perf_counter()
-_EVENTS: list[tuple[str, float, float]] = []
+_EVENTS: list[tuple[str, float, float, str]] = []
 
 
 def _timed(owner, name: str, label: str, once: bool = False) -> None:
@@ -28,13 +30,25 @@ def _timed(owner, name: str, label: str, once: bool = False) -> None:
     def wrapper(*args, **kwargs):
         if once and any(event[0] == label for event in _EVENTS):
             return original(*args, **kwargs)
+        before = set(sys.modules)
         begin = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
-            _EVENTS.append((label, begin - _START, time.perf_counter() - _START))
+            end = time.perf_counter()
+            imported = _packages(set(sys.modules) - before)
+            _EVENTS.append((label, begin - _START, end - _START, imported))
 
     setattr(owner, name, wrapper)
+
+
+def _packages(modules: set[str]) -> str:
+    """The modules imported during a phase: how many, and the packages most of them are in."""
+    if not modules:
+        return ""
+    counts = Counter(".".join(name.split(".")[:2]) for name in modules)
+    top = ", ".join(f"{name} {count}" for name, count in counts.most_common(4))
+    return f"{len(modules)} modules imported ({top})"
 
 
 def main() -> None:
@@ -60,13 +74,17 @@ def main() -> None:
     status = galfast.cli.main(argv)
     end = time.perf_counter() - _START
     print(f"{'phase':<22} {'start':>7} {'end':>7} {'seconds':>8}")
-    rows = [("import torch", 0.0, imported_torch), ("import galfast", imported_torch, imported)]
+    rows = [
+        ("import torch", 0.0, imported_torch, ""),
+        ("import galfast", imported_torch, imported, ""),
+    ]
     rows += sorted(_EVENTS, key=lambda event: event[1])
-    spans = {label: (begin, finish) for label, begin, finish in _EVENTS}
+    spans = {label: (begin, finish) for label, begin, finish, _ in _EVENTS}
     if "dataset and setup" in spans and "audit" in spans:
-        rows.append(("training (between)", spans["dataset and setup"][1], spans["audit"][0]))
-    for label, begin, finish in rows:
-        print(f"{label:<22} {begin:7.2f} {finish:7.2f} {finish - begin:8.2f}")
+        between = (spans["dataset and setup"][1], spans["audit"][0])
+        rows.append(("training (between)", *between, ""))
+    for label, begin, finish, imported in rows:
+        print(f"{label:<22} {begin:7.2f} {finish:7.2f} {finish - begin:8.2f}  {imported}")
     print(f"whole command: {end:.2f} s, status {status}")
 
 

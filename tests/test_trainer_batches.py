@@ -109,3 +109,54 @@ def test_graph_batches_merge_graphs_block_diagonally():
         GraphBatches(mols, torch.zeros(2))
     with pytest.raises(ValueError, match="graph 0"):
         GraphBatches([object()], torch.zeros(1))
+
+
+def _epoch(batches, seed=3):
+    torch.manual_seed(seed)
+    return [tuple(t.cpu() for t in vars(b).values()) for b in batches]
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("kind", ["node", "link", "rating"])
+def test_batches_on_a_gpu_are_the_cpu_ones_moved_there(kind):
+    # The epoch's order is drawn on the CPU either way and copied once: the same batches.
+    gen = torch.Generator().manual_seed(0)
+    edge_index = torch.randint(30, (2, 200), generator=gen)
+    ratings = torch.randint(1, 6, (200,), generator=gen)
+
+    def make(device):
+        if kind == "node":
+            return NodeBatches(torch.arange(50).to(device), ratings[:50].to(device), batch_size=7)
+        if kind == "link":
+            return LinkBatches(edge_index.to(device), 30, batch_size=16, negatives=2)
+        return RatingBatches(edge_index.to(device), ratings.to(device), batch_size=16)
+
+    on_gpu = _epoch(make("cuda"))
+    assert all(t.device.type == "cpu" for b in on_gpu for t in b)  # moved back by _epoch
+    for got, want in zip(on_gpu, _epoch(make("cpu")), strict=True):
+        for a, b in zip(got, want, strict=True):
+            assert torch.equal(a, b)
+    batch = next(iter(make("cuda")))
+    assert all(t.device.type == "cuda" for t in vars(batch).values())
+
+
+def test_index_batches_on_a_device_are_the_same_indices():
+    from galfast.train.batch_indices import index_batches
+
+    for shuffle in (False, True):
+        torch.manual_seed(1)
+        plain = list(index_batches(23, 5, shuffle))
+        torch.manual_seed(1)
+        placed = list(index_batches(23, 5, shuffle, device=torch.device("cpu")))
+        assert [len(b) for b in plain] == [5, 5, 5, 5, 3]
+        assert all(torch.equal(a, b) for a, b in zip(plain, placed, strict=True))
+
+
+@pytest.mark.cuda
+def test_to_device_without_waiting_copies_the_values():
+    from galfast.train.encoding import to_device_without_waiting
+
+    t = torch.randperm(1000)[:256]
+    moved = to_device_without_waiting(t, torch.device("cuda"))
+    assert moved.device.type == "cuda" and torch.equal(moved.cpu(), t)
+    assert to_device_without_waiting(t, torch.device("cpu")) is t

@@ -45,6 +45,8 @@ def train(
     )
     ratings = dataset.train_ratings
     levels = range(1, dataset.num_rating_levels + 1)
+    # On the training device: a batch is then gathered there, with no copy per step.
+    ratings = ratings.to(trainer.device)
     batches = RatingBatches(ratings[:, :2].t(), ratings[:, 2], levels=levels, batch_size=8192)
     trainer.fit(dataset.graph, batches, attributes, epochs, progress=progress)
     z = trainer.embed()

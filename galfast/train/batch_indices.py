@@ -25,12 +25,17 @@ def index_batches(
     batch_size: Optional[int],
     shuffle: bool,
     generator: Optional[torch.Generator] = None,
+    device: Optional[torch.device] = None,
 ) -> Iterator[Tensor]:
     """Yields int64 index tensors covering ``range(n)`` in chunks of ``batch_size`` (all at once
-    when None). Shuffling draws from `generator`, by default torch's global generator, which
-    :class:`GALTrainer` seeds at the start of every epoch, so epochs are reproducible and
-    resumable."""
+    when None), on ``device`` (default: the CPU). Shuffling draws from `generator`, by default
+    torch's global generator, which :class:`GALTrainer` seeds at the start of every epoch, so
+    epochs are reproducible and resumable, and the same on every device: the order is drawn
+    on the CPU and copied once per epoch (a copy per batch from pageable memory made the host
+    wait for the GPU's queued work at every step)."""
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
+    if device is not None:
+        order = order.to(device)
     size = n if batch_size is None else batch_size
     for start in range(0, n, max(size, 1)):
         yield order[start : start + size]

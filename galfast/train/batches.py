@@ -82,8 +82,10 @@ class NodeBatches:
         return -(-self.nodes.numel() // size)
 
     def __iter__(self) -> Iterator[NodeBatch]:
-        for idx in index_batches(self.nodes.numel(), self.batch_size, self.shuffle):
-            idx = idx.to(self.nodes.device)
+        batches = index_batches(
+            self.nodes.numel(), self.batch_size, self.shuffle, device=self.nodes.device
+        )
+        for idx in batches:
             yield NodeBatch(self.nodes[idx], self.y[idx])
 
 
@@ -145,8 +147,9 @@ class LinkBatches:
         return -(-self.edge_index.size(1) // size)
 
     def __iter__(self) -> Iterator[LinkBatch]:
-        for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
-            src, dst = self.edge_index[:, idx.to(self.edge_index.device)]
+        n, device = self.edge_index.size(1), self.edge_index.device
+        for idx in index_batches(n, self.batch_size, self.shuffle, device=device):
+            src, dst = self.edge_index[:, idx]
             neg_src = src.repeat(self.negatives)
             neg_dst = torch.randint(self.num_nodes, (neg_src.numel(),)).to(src.device)
             label = torch.cat([torch.ones(src.numel()), torch.zeros(neg_src.numel())])
@@ -223,8 +226,8 @@ class RatingBatches:
         # packed from, unedited; after an assignment or an in-place edit the fields are read.
         fields = (self.edge_index, self.level, self.levels, self.rating)
         packed = self._packed if self._packed and self._packed.packed_from(fields) else None
-        for idx in index_batches(self.edge_index.size(1), self.batch_size, self.shuffle):
-            idx = idx.to(self.edge_index.device)
+        n, device = self.edge_index.size(1), self.edge_index.device
+        for idx in index_batches(n, self.batch_size, self.shuffle, device=device):
             if packed is not None:
                 yield packed.batch(idx, self.levels)
                 continue

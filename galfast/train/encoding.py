@@ -23,7 +23,7 @@ from torch import Tensor
 from galfast._dtypes import all_finite
 from galfast.graph import Graph
 
-__all__ = ["move_to_device", "node_inputs"]
+__all__ = ["move_to_device", "node_inputs", "to_device_without_waiting"]
 
 
 def node_inputs(graph: Graph, x: Optional[Tensor], device: torch.device) -> Tensor:
@@ -40,6 +40,15 @@ def node_inputs(graph: Graph, x: Optional[Tensor], device: torch.device) -> Tens
     if x.is_floating_point() and not all_finite(x):
         raise ValueError("x contains NaN or infinite values")
     return x.to(device)
+
+
+def to_device_without_waiting(t: Tensor, device: torch.device) -> Tensor:
+    """``t.to(device)``, except that a CPU tensor goes to a GPU through pinned memory: a copy
+    from pageable memory makes the host wait until the GPU has run every kernel queued before
+    it, so one per training step kept the host from queueing the next step meanwhile."""
+    if device.type == "cuda" and t.device.type == "cpu":
+        return t.pin_memory().to(device, non_blocking=True)
+    return t.to(device)
 
 
 def move_to_device(obj: Any, device: torch.device) -> Any:

@@ -27,7 +27,7 @@ from galfast.train.batches import NodeBatches
 from galfast.train.callbacks import Callback, History
 from galfast.train.config import GALConfig, check_number
 from galfast.train.distributed import ProcessGroup
-from galfast.train.encoding import move_to_device, node_inputs
+from galfast.train.encoding import move_to_device, node_inputs, to_device_without_waiting
 from galfast.train.layerwise import layerwise_embed, supports_layerwise
 from galfast.train.optimizers import (
     OptimizerSpec,
@@ -536,7 +536,8 @@ class GALTrainer(SampledSteps):
         count = known.nodes.numel()
         if cfg.adv_batch_size is not None and cfg.adv_batch_size < count:
             gen = seeded_generator(derive_seed(cfg.seed, "adversary_batch", self.step, adv_index))
-            pick = torch.randperm(count, generator=gen)[: cfg.adv_batch_size].to(self.device)
+            pick = torch.randperm(count, generator=gen)[: cfg.adv_batch_size]
+            pick = to_device_without_waiting(pick, self.device)
             nodes, targets = known.nodes[pick], known.targets[pick]
         else:
             nodes, targets = known.nodes, known.targets
