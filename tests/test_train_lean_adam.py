@@ -12,11 +12,11 @@ from galfast.train.lean_adam import LeanAdam, LeanAdamW
 from galfast.train.optimizers import make_optimizer
 
 
-def _params(seed, dtypes=(torch.float32, torch.float32, torch.float32)):
+def _params(seed, dtypes=(torch.float32, torch.float32, torch.float32), device="cpu"):
     gen = torch.Generator().manual_seed(seed)
     shapes = [(7, 5), (5,), (3, 4, 2)]
     return [
-        torch.randn(shape, generator=gen, dtype=dtype).requires_grad_()
+        torch.randn(shape, generator=gen, dtype=dtype).to(device).requires_grad_()
         for shape, dtype in zip(shapes, dtypes)
     ]
 
@@ -52,10 +52,17 @@ def _train(opt_cls, params, steps=6, skip=(), edit=None, **kwargs):
         (LeanAdamW, torch.optim.AdamW, {"lr": 0.02, "weight_decay": 0.05}),
     ],
 )
-def test_bitwise_torch_fused(lean, torch_cls, kwargs):
+@pytest.mark.parametrize(
+    "device, capturable",
+    [("cpu", False), pytest.param("cuda", False, marks=pytest.mark.cuda)]
+    + [pytest.param("cuda", True, marks=pytest.mark.cuda)],
+)
+def test_bitwise_torch_fused(lean, torch_cls, kwargs, device, capturable):
     skip = {(1, 0), (2, 2), (3, 0)}  # a parameter without a gradient is not stepped
-    ours = _params(0)
-    theirs = _params(0)
+    ours = _params(0, device=device)
+    theirs = _params(0, device=device)
+    if capturable:  # as make_capturable leaves the groups of a trainer with CUDA graphs
+        kwargs = {**kwargs, "capturable": True}
     a = _train(lean, ours, skip=skip, fused=True, **kwargs)
     b = _train(torch_cls, theirs, skip=skip, fused=True, **kwargs)
     for p, q in zip(ours, theirs):
@@ -157,18 +164,23 @@ def test_closure_and_sparse_gradient():
         opt.step()
 
 
-def test_make_optimizer_builds_lean_on_cpu():
-    params = _params(8)
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_make_optimizer_builds_lean_on_one_device(device):
+    params = _params(8, device=device)
     assert type(make_optimizer("adam", params, 0.01)) is LeanAdam
     assert type(make_optimizer("adamw", params, 0.01)) is LeanAdamW
 
 
-def test_training_imports_no_dynamo():
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
+def test_training_imports_no_dynamo(device):
+    # On a GPU as a trainer with CUDA graphs leaves the optimizer (make_capturable): still lean.
+    capturable = "opt.param_groups[0]['capturable'] = True\n" if device == "cuda" else ""
     code = (
         "import sys, torch\n"
         "from galfast.train.optimizers import make_optimizer\n"
-        "p = torch.zeros(3, requires_grad=True)\n"
+        f"p = torch.zeros(3, device={device!r}, requires_grad=True)\n"
         "opt = make_optimizer('adam', [p], 0.1)\n"
+        f"{capturable}"
         "for _ in range(2):\n"
         "    opt.zero_grad(); (p - 1).square().sum().backward(); opt.step()\n"
         "assert float(p[0]) > 0\n"

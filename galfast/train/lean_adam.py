@@ -1,4 +1,5 @@
-"""torch's fused CPU Adam and AdamW with a lean step (the trainer's named "adam" / "adamw").
+"""torch's fused Adam and AdamW with a lean step (the trainer's named "adam" / "adamw"), on
+the CPU or one GPU.
 
 Why: every method of ``torch.optim.Optimizer`` that the trainer calls (``add_param_group`` in
 the constructor, ``zero_grad``, Adam's ``step``) imports ``torch._dynamo`` on its first call,
@@ -6,10 +7,12 @@ about 1.1-1.5 s of CPU time in a process that never compiles anything (a tenth o
 run's start-up). And Adam's step rebuilds its lists of states and regroups them by device and
 dtype on every call, Python work that costs about as much as the fused update of MovieLens'
 200k weights. These subclasses call the same undecorated methods and, for the configuration
-the trainer builds (fused, CPU, one dtype, no amsgrad / maximize / capturable), the same
+the trainer builds (fused, one device and dtype, no amsgrad / maximize), the same
 ``torch._foreach_add_`` and ``torch._fused_adam(w)_`` with the same arguments, so the updates
 are bitwise those of ``torch.optim.Adam(fused=True)``; any other configuration, set at
-construction or edited into ``param_groups`` later, takes torch's own step. They remain
+construction or edited into ``param_groups`` later, takes torch's own step. ``capturable``
+changes nothing in a fused step (its step counters live on the parameters' device anyway), so
+a step replayed from a CUDA graph is lean too. They remain
 ``torch.optim.Adam`` / ``AdamW`` instances (same ``state_dict``, schedulers, hooks).
 
 ``zero_grad`` and the hook wrapper around ``step`` open a ``record_function`` range (a
@@ -157,10 +160,14 @@ def _unhooked(step: Callable) -> Callable:
 
 
 def _one_kind(params: list[Tensor]) -> bool:
-    """CPU tensors of one dtype (torch's fused step groups the others by device and dtype)."""
-    return len({(p.device.type, p.dtype) for p in params}) <= 1 and all(
-        p.device.type == "cpu" for p in params
+    """Tensors on one CPU or GPU, of one dtype (torch's fused step groups the others by device
+    and dtype)."""
+    return len({(p.device, p.dtype) for p in params}) <= 1 and all(
+        p.device.type in _LEAN_DEVICES for p in params
     )
+
+
+_LEAN_DEVICES = ("cpu", "cuda")
 
 
 def _is_lean_group(group: dict[str, Any]) -> bool:
@@ -169,7 +176,6 @@ def _is_lean_group(group: dict[str, Any]) -> bool:
         group.get("fused") is True
         and not group.get("amsgrad")
         and not group.get("maximize")
-        and not group.get("capturable")
         and not group.get("differentiable")
         and not isinstance(group.get("lr"), Tensor)
         and not any(isinstance(b, Tensor) for b in group.get("betas", ()))
@@ -177,8 +183,8 @@ def _is_lean_group(group: dict[str, Any]) -> bool:
 
 
 class LeanAdam(_LeanStep, torch.optim.Adam):
-    """``torch.optim.Adam(params, lr=lr, fused=True, ...)`` on CPU with the lean step."""
+    """``torch.optim.Adam(params, lr=lr, fused=True, ...)`` with the lean step."""
 
 
 class LeanAdamW(_LeanStep, torch.optim.AdamW):
-    """``torch.optim.AdamW(params, lr=lr, fused=True, ...)`` on CPU with the lean step."""
+    """``torch.optim.AdamW(params, lr=lr, fused=True, ...)`` with the lean step."""

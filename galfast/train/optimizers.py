@@ -21,11 +21,13 @@ OPTIMIZERS = {
 
 OptimizerSpec = Union[str, Callable[..., torch.optim.Optimizer]]
 
-# Named optimizers that take torch's fused CPU kernel: one pass over each parameter per step
-# instead of about ten elementwise ops (Adam's step was ~17% of a knowledge-graph GAL batch,
-# whose ConvE decoder has 7.8M weights; fused: 4.5x faster, equal to float rounding), through
-# the lean subclasses of galfast.train.lean_adam (no torch._dynamo import, less Python a step).
-_FUSED_ON_CPU = {"adam": LeanAdam, "adamw": LeanAdamW}
+# Named optimizers that take torch's fused kernel: one pass over each parameter per step
+# instead of about ten elementwise ops (Adam's step was ~17% of a knowledge-graph GAL batch on
+# the CPU, whose ConvE decoder has 7.8M weights; fused: 4.5x faster, equal to float rounding),
+# through the lean subclasses of galfast.train.lean_adam (no torch._dynamo import: 1.2-1.6 s
+# of a GPU run's start-up, and less Python a step).
+_FUSED = {"adam": LeanAdam, "adamw": LeanAdamW}
+_FUSED_DEVICES = ("cpu", "cuda")
 
 
 def check_optimizer(spec: OptimizerSpec) -> None:
@@ -56,18 +58,20 @@ def make_optimizer(
     spec: OptimizerSpec, params: Iterable[nn.Parameter], lr: float
 ) -> torch.optim.Optimizer:
     """``OPTIMIZERS[spec](params, lr=lr)`` for a name, else ``spec(params, lr=lr)``. Adam and
-    AdamW over CPU parameters use torch's fused CPU step (``fused=True``), as the lean
-    subclasses :class:`~galfast.train.lean_adam.LeanAdam` and ``LeanAdamW``."""
+    AdamW over floating parameters on the CPU or one GPU use torch's fused step
+    (``fused=True``), as the lean subclasses :class:`~galfast.train.lean_adam.LeanAdam` and
+    ``LeanAdamW``."""
     params = list(params)
     if not isinstance(spec, str):
         return spec(params, lr=lr)
     fused = (
-        spec in _FUSED_ON_CPU
+        spec in _FUSED
         and bool(params)
-        and all(p.device.type == "cpu" and p.is_floating_point() for p in params)
+        and len({p.device for p in params}) == 1
+        and all(p.device.type in _FUSED_DEVICES and p.is_floating_point() for p in params)
     )
     if fused:
-        return _FUSED_ON_CPU[spec](params, lr=lr, fused=True)
+        return _FUSED[spec](params, lr=lr, fused=True)
     return OPTIMIZERS[spec](params, lr=lr)
 
 
