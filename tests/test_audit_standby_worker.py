@@ -55,7 +55,7 @@ def test_the_standby_is_adopted_as_worker_0_with_its_modules_loaded():
         assert workers.call(0, _pid_and_loaded, (MODULE,), {}) == (pid, True)
         other, loaded = workers.call(1, _pid_and_loaded, (MODULE,), {})
         assert other not in (pid, os.getpid()) and not loaded
-        assert workers.loaded_by((MODULE,)) == 0 and workers.loaded_by(("json",)) is None
+        assert workers.loaded_by((MODULE,)) == [0] and workers.loaded_by(("json",)) == []
     finally:
         workers.close()
     assert not _alive(pid)
@@ -67,7 +67,7 @@ def test_a_standby_with_another_thread_count_is_ended_not_adopted():
     workers = ForkedWorkers(2, threads=1)
     try:
         assert not _alive(pid)
-        assert workers.loaded_by((MODULE,)) is None
+        assert workers.loaded_by((MODULE,)) == []
         assert workers.call(0, _pid_and_loaded, (MODULE,), {})[0] != pid
     finally:
         workers.close()
@@ -98,6 +98,55 @@ def test_jobs_send_the_module_calls_to_the_worker_that_loaded_them():
         assert {f.result()[0] for f in bound} == {pid}
         assert all(f.result()[1] for f in bound)
         assert plain.result()[0] != pid
+    finally:
+        jobs.close()
+
+
+def test_spread_calls_share_the_workers_that_loaded_their_modules_by_key_and_cost(
+    monkeypatch,
+):
+    # Two standby workers loaded the modules (a GPU run's): calls of one affinity with
+    # different spread keys go to either, the costliest key first to the least loaded one;
+    # calls of one key stay on one worker. No new fork is needed (4 workers on standby).
+    start_standby(1, (MODULE,), count=4, loaders=2)
+    assert [entry[3] for entry in forked_workers._standby] == [(MODULE,)] * 2 + [()] * 2
+    loaders = [entry[0] for entry in forked_workers._standby[:2]]
+    _no_more_forks(monkeypatch)
+    jobs = Jobs(4, 1, processes=True)
+    try:
+        spread = {
+            key: [
+                jobs.submit(
+                    _pid_and_loaded,
+                    MODULE,
+                    cost=cost,
+                    affinity="classic",
+                    modules=(MODULE,),
+                    spread=key,
+                )
+                for _ in range(2)
+            ]
+            for key, cost in (("a", 5.0), ("b", 4.0), ("c", 1.0))
+        }
+        pids = {key: {f.result()[0] for f in futures} for key, futures in spread.items()}
+        assert all(len(p) == 1 for p in pids.values())  # one worker per key
+        assert pids["a"] != pids["b"] and pids["a"] | pids["b"] == set(loaders)
+        assert pids["c"] == pids["b"]  # the worker with less bound to it (4 + 4 < 5 + 5)
+        assert all(f.result()[1] for futures in spread.values() for f in futures)
+    finally:
+        jobs.close()
+
+
+def test_spread_changes_nothing_where_one_worker_loaded_the_modules():
+    start_standby(1, (MODULE,), count=1)
+    pid = _standby_pid()
+    jobs = Jobs(2, 1, processes=True)
+    try:
+        futures = [
+            jobs.submit(_pid_and_loaded, MODULE, affinity="classic", modules=(MODULE,), spread=k)
+            for k in "abc"
+        ]
+        assert {f.result() for f in futures} == {(pid, True)}
     finally:
         jobs.close()
 

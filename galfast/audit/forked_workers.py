@@ -36,7 +36,7 @@ import warnings
 from collections.abc import Sequence
 from multiprocessing import Pipe
 from multiprocessing.connection import Connection
-from typing import Any, Callable, Optional
+from typing import Any, Callable
 
 import torch
 from threadpoolctl import threadpool_limits
@@ -84,13 +84,11 @@ class ForkedWorkers:
         """The workers that came with modules loaded (an adopted standby worker)."""
         return [worker for worker, loaded in enumerate(self._loaded) if loaded]
 
-    def loaded_by(self, modules: Sequence[str]) -> Optional[int]:
-        """A worker that has loaded every one of ``modules`` already (an adopted standby
-        worker), or None."""
-        for worker, loaded in enumerate(self._loaded):
-            if modules and set(modules) <= set(loaded):
-                return worker
-        return None
+    def loaded_by(self, modules: Sequence[str]) -> list[int]:
+        """The workers that have loaded every one of ``modules`` already (adopted standby
+        workers), in order; none for no modules."""
+        wanted = set(modules)
+        return [w for w, loaded in enumerate(self._loaded) if wanted and wanted <= set(loaded)]
 
     def call(
         self,
@@ -130,12 +128,14 @@ class ForkedWorkers:
 _standby: list[tuple[int, Connection, int, tuple[str, ...]]] = []
 
 
-def start_standby(threads: int, modules: Sequence[str], count: int = 1) -> None:
-    """Forks ``count`` workers with ``threads`` intra-op threads now; the first loads
-    ``modules`` at once while the caller goes on. The next :class:`ForkedWorkers` with that
-    thread count adopts them. Keeps standby workers started alike, replaces others; does
-    nothing where forking is unsafe, and keeps the workers forked so far where a fork fails."""
-    wanted = [(threads, tuple(modules))] + [(threads, ())] * (count - 1)
+def start_standby(threads: int, modules: Sequence[str], count: int = 1, loaders: int = 1) -> None:
+    """Forks ``count`` workers with ``threads`` intra-op threads now; the first ``loaders`` of
+    them load ``modules`` at once while the caller goes on. The next :class:`ForkedWorkers`
+    with that thread count adopts them. Keeps standby workers started alike, replaces others;
+    does nothing where forking is unsafe, and keeps the workers forked so far where a fork
+    fails."""
+    loaders = min(loaders, count)
+    wanted = [(threads, tuple(modules))] * loaders + [(threads, ())] * (count - loaders)
     if [entry[2:] for entry in _standby] == wanted:
         return
     discard_standby()

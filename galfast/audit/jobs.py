@@ -93,6 +93,7 @@ class Jobs:
         self._workers = workers
         self._free = list(range(workers))  # the workers not running a call
         self._bound: dict[str, int] = {}  # affinity -> its worker
+        self._bound_work: dict[int, float] = {}  # worker -> the cost submitted bound to it
         self._limits: list = []  # native pools limited after a call loaded them
         self._processes = processes
         self._forked: Optional[ForkedWorkers] = None
@@ -113,10 +114,15 @@ class Jobs:
         cost: float = 0.0,
         affinity: Optional[str] = None,
         modules: Sequence[str] = (),
+        spread: Optional[str] = None,
         **kwargs: Any,
     ) -> Future:
         """``fn(*args, **kwargs)``'s future; ``cost``: its expected run time, in any unit
-        shared by the calls (see :mod:`galfast.audit.job_costs`)."""
+        shared by the calls (see :mod:`galfast.audit.job_costs`). ``spread``: where several
+        forked workers loaded ``modules`` already (standby workers), calls of one
+        ``affinity`` with different ``spread`` keys may run on different ones of them (those
+        with the same key on one); elsewhere ``spread`` changes nothing, so no worker loads
+        the modules only for them."""
         done: Future = Future()
         if self._pool is None:
             done.set_result(fn(*args, **kwargs))
@@ -131,13 +137,20 @@ class Jobs:
             else:
                 # Workers that loaded modules already are kept for the calls needing them.
                 self._reserved = self._forked.preloaded()
+        if affinity is not None and spread is not None and self._forked is not None:
+            if len(self._forked.loaded_by(modules)) > 1:
+                affinity = f"{affinity} {spread}"
         call = _Call(-cost, next(self._order), fn, args, kwargs, done, affinity, tuple(modules))
         with self._queue_lock:
             if affinity is not None and affinity not in self._bound and self._forked is not None:
-                # A worker that loaded the modules already (a standby worker) takes these calls.
+                # A worker that loaded the modules already (a standby worker) takes these calls:
+                # of several, the one with the least work bound to it so far.
                 ready = self._forked.loaded_by(call.modules)
-                if ready is not None:
-                    self._bound[affinity] = ready
+                if ready:
+                    self._bound[affinity] = min(ready, key=lambda w: self._bound_work.get(w, 0))
+            if affinity in self._bound:
+                worker = self._bound[affinity]
+                self._bound_work[worker] = self._bound_work.get(worker, 0.0) + cost
             self._queue.append(call)
         # One pool task per queued call, and one more after each call ends: a task runs the
         # costliest call a free worker may take then, or nothing.

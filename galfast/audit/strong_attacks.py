@@ -232,6 +232,7 @@ def _classic_cell(family, kind, x_train, split, x_test, y_test, cell_key, jobs):
                 cost=classic_cost(family, len(fit), xtr.shape[1]),
                 affinity="scikit-learn",  # one worker imports it (~1.5 s of CPU)
                 modules=CLASSIC_MODULES,
+                spread=str(cell_key),  # unless several standby workers did already
             )  # fmt: skip
         )
 

@@ -184,6 +184,7 @@ def _admitted_attacks(cfg: ExperimentConfig, setup: Setup) -> tuple[str, ...]:
 
 # The audit's intra-op threads per worker (audit()'s default, passed explicitly).
 _AUDIT_THREADS = 1
+_TWO_LOADERS_FROM = 4  # standby workers
 
 
 def start_audit_worker(cfg: ExperimentConfig) -> None:
@@ -196,7 +197,10 @@ def start_audit_worker(cfg: ExperimentConfig) -> None:
     would compete with the training for the cores."""
     if cfg.audit_strength == "strong" and default_workers() > 1:
         count = 1 if cfg.device == "cpu" else default_workers()
-        start_standby(_AUDIT_THREADS, SKLEARN_MODULES, count)
+        # A GPU run leaves the cores idle while it trains: with enough of them two workers
+        # load scikit-learn, and the audit's classic fits (its longest chain) share them.
+        loaders = 2 if count >= _TWO_LOADERS_FROM else 1
+        start_standby(_AUDIT_THREADS, SKLEARN_MODULES, count, loaders)
 
 
 def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
