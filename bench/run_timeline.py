@@ -20,6 +20,7 @@ from collections import Counter
 
 _START = time.perf_counter()
 _EVENTS: list[tuple[str, float, float, str]] = []
+_STARTED: set[str] = set()
 
 
 def _timed(owner, name: str, label: str, once: bool = False) -> None:
@@ -28,8 +29,9 @@ def _timed(owner, name: str, label: str, once: bool = False) -> None:
 
     @functools.wraps(original)
     def wrapper(*args, **kwargs):
-        if once and any(event[0] == label for event in _EVENTS):
+        if once and label in _STARTED:  # a later or a nested call
             return original(*args, **kwargs)
+        _STARTED.add(label)
         before = set(sys.modules)
         begin = time.perf_counter()
         try:
