@@ -41,6 +41,9 @@ ML1M_STATISTICS = {
 
 _NUM_FACTORS = 10
 _CHUNK = 512  # users per block of the selection draw (a [512, 3706] float table)
+# Threads sorting blocks beside the draw (a few keep up with it), on the cores left to us.
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+_SORT_THREADS = max(1, min(3, (_CORES or 1) - 1))
 
 
 def _exact_labels(rng: np.random.Generator, counts: tuple[int, ...]) -> np.ndarray:
@@ -101,10 +104,6 @@ def _select_movies(
             sorted_blocks.append(pool.submit(_smallest_first_rows, keys, per_user[rows]))
         movies = [taken for block in sorted_blocks for taken in block.result()]
     return np.repeat(np.arange(per_user.size), per_user), np.concatenate(movies)
-
-
-# Threads sorting blocks beside the draw: a few keep up with it.
-_SORT_THREADS = max(1, min(3, (os.cpu_count() or 1) - 1))
 
 
 def _smallest_first_rows(keys: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:

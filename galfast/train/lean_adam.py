@@ -12,8 +12,8 @@ the trainer builds (fused, one device and dtype, no amsgrad / maximize), the sam
 are bitwise those of ``torch.optim.Adam(fused=True)``; any other configuration, set at
 construction or edited into ``param_groups`` later, takes torch's own step. ``capturable``
 changes nothing in a fused step (its step counters live on the parameters' device anyway), so
-a step replayed from a CUDA graph is lean too. They remain
-``torch.optim.Adam`` / ``AdamW`` instances (same ``state_dict``, schedulers, hooks).
+a step replayed from a CUDA graph is lean too. They remain ``torch.optim.Adam`` / ``AdamW``
+instances (same ``state_dict``, schedulers, hooks).
 
 ``zero_grad`` and the hook wrapper around ``step`` open a ``record_function`` range (a
 dispatched op, about a tenth of a small graph's whole Adam step) only while the autograd
@@ -31,7 +31,10 @@ import torch
 from torch import Tensor
 from torch.optim.optimizer import _global_optimizer_post_hooks, _global_optimizer_pre_hooks
 
-__all__ = ["LeanAdam", "LeanAdamW"]
+__all__ = ["LEAN_DEVICES", "LeanAdam", "LeanAdamW"]
+
+# Where torch has the fused kernel the lean step calls.
+LEAN_DEVICES = ("cpu", "cuda")
 
 
 def _undecorated(method: Callable) -> Callable:
@@ -163,11 +166,8 @@ def _one_kind(params: list[Tensor]) -> bool:
     """Tensors on one CPU or GPU, of one dtype (torch's fused step groups the others by device
     and dtype)."""
     return len({(p.device, p.dtype) for p in params}) <= 1 and all(
-        p.device.type in _LEAN_DEVICES for p in params
+        p.device.type in LEAN_DEVICES for p in params
     )
-
-
-_LEAN_DEVICES = ("cpu", "cuda")
 
 
 def _is_lean_group(group: dict[str, Any]) -> bool:

@@ -8,7 +8,7 @@ from typing import Callable, Union
 import torch
 from torch import Tensor, nn
 
-from galfast.train.lean_adam import LeanAdam, LeanAdamW
+from galfast.train.lean_adam import LEAN_DEVICES, LeanAdam, LeanAdamW
 
 __all__ = ["OPTIMIZERS", "make_capturable", "make_optimizer", "unique_parameters"]
 
@@ -27,7 +27,6 @@ OptimizerSpec = Union[str, Callable[..., torch.optim.Optimizer]]
 # through the lean subclasses of galfast.train.lean_adam (no torch._dynamo import: 1.2-1.6 s
 # of a GPU run's start-up, and less Python a step).
 _FUSED = {"adam": LeanAdam, "adamw": LeanAdamW}
-_FUSED_DEVICES = ("cpu", "cuda")
 
 
 def check_optimizer(spec: OptimizerSpec) -> None:
@@ -68,7 +67,7 @@ def make_optimizer(
         spec in _FUSED
         and bool(params)
         and len({p.device for p in params}) == 1
-        and all(p.device.type in _FUSED_DEVICES and p.is_floating_point() for p in params)
+        and all(p.device.type in LEAN_DEVICES and p.is_floating_point() for p in params)
     )
     if fused:
         return _FUSED[spec](params, lr=lr, fused=True)
