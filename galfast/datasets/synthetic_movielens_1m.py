@@ -41,9 +41,9 @@ ML1M_STATISTICS = {
 
 _NUM_FACTORS = 10
 _CHUNK = 512  # users per block of the selection draw (a [512, 3706] float table)
-# Threads sorting blocks beside the draw (a few keep up with it), on the cores left to us.
+# Threads drawing and sorting blocks of users: the cores this process may use, at most 8.
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-_SORT_THREADS = max(1, min(3, (_CORES or 1) - 1))
+_THREADS = max(1, min(8, _CORES or 1))
 
 
 def _exact_labels(rng: np.random.Generator, counts: tuple[int, ...]) -> np.ndarray:
@@ -84,29 +84,85 @@ def _select_movies(
     rng: np.random.Generator, logits_of, per_user: np.ndarray, num_movies: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """Each user u draws ``per_user[u]`` distinct movies, without replacement, with
-    probabilities proportional to ``exp(logits_of(users)[u])`` (Gumbel top-k).
+    probabilities proportional to ``exp(logits_of(users)[u])`` (Gumbel top-k), in blocks of
+    users; returns (users, movies) with each user's movies in the order drawn.
 
-    The draws stay on this thread, in order (the generator's stream decides the result), while
-    pool threads sort the blocks drawn so far: NumPy releases the GIL in both, so a block's
-    sorts overlap the next block's Gumbel draw (about 0.6 of the time of the two in a row).
-    BLAS runs on one thread meanwhile: OpenBLAS's threads spin after each small product of the
-    logits and took the cores the sorts need (no gain at all with them). Each logit is a dot
-    over the 10 factors, which no thread count splits, so its value does not change."""
+    The blocks run on pool threads (NumPy releases the GIL in the draws and the sorts), each
+    drawing its Gumbel noise from a copy of the generator moved to the block's place in the
+    stream, so the result is bitwise the one-thread result and ``rng`` ends where one thread
+    leaves it. That needs a PCG64 generator (one 64-bit number per double, and a jump ahead)
+    and no double of exactly 0, on which NumPy's Gumbel draws again and shifts the stream
+    (about once in 2^53 draws): a block that used more numbers than its draws is noticed, and
+    then every block is drawn again on this thread, as is any other generator. BLAS runs on
+    one thread meanwhile: OpenBLAS's threads spin after each small product of the logits and
+    took the cores the sorts need. Each logit is a dot over the 10 factors, which no thread
+    count splits, so its value does not change."""
     blocks = [
         np.arange(start, min(start + _CHUNK, per_user.size))
         for start in range(0, per_user.size, _CHUNK)
     ]
-    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(_SORT_THREADS) as pool:
-        sorted_blocks = []
-        for rows in blocks:
-            keys = (logits_of(rows) + rng.gumbel(size=(rows.size, num_movies))).astype(np.float32)
-            np.negative(keys, out=keys)
-            sorted_blocks.append(pool.submit(_smallest_first_rows, keys, per_user[rows]))
-        movies = [taken for block in sorted_blocks for taken in block.result()]
-    return np.repeat(np.arange(per_user.size), per_user), np.concatenate(movies)
+    users = np.repeat(np.arange(per_user.size), per_user)
+    with threadpool_limits(limits=1, user_api="blas"):
+        movies = _select_in_parallel(rng, logits_of, blocks, per_user, num_movies)
+        if movies is None:
+            movies = [
+                taken
+                for rows in blocks
+                for taken in _select_block(rng, logits_of, rows, per_user[rows], num_movies)
+            ]
+    return users, np.concatenate(movies)
 
 
-def _smallest_first_rows(keys: np.ndarray, counts: np.ndarray) -> list[np.ndarray]:
+def _select_in_parallel(rng, logits_of, blocks, per_user, num_movies):
+    """The blocks' selections drawn on pool threads (see :func:`_select_movies`), with ``rng``
+    moved past them; None, and ``rng`` untouched, where that would not be the one-thread
+    result."""
+    if not isinstance(rng.bit_generator, np.random.PCG64):
+        return None
+    start = rng.bit_generator.state
+    offsets = np.cumsum([0] + [rows.size * num_movies for rows in blocks])
+    with ThreadPoolExecutor(_THREADS) as pool:
+        futures = [
+            pool.submit(
+                _select_exact_block, start, offset, logits_of, rows, per_user[rows], num_movies
+            )
+            for rows, offset in zip(blocks, offsets.tolist())
+        ]
+        results = [future.result() for future in futures]
+    if not all(exact for _, exact in results):
+        return None
+    rng.bit_generator.state = _advanced(start, int(offsets[-1]))
+    return [taken for selected, _ in results for taken in selected]
+
+
+def _select_exact_block(start, offset, logits_of, rows, counts, num_movies):
+    """(the block's selection, whether its draws used exactly one number each)."""
+    bits = np.random.PCG64()
+    bits.state = _advanced(start, offset)
+    selected = _select_block(np.random.Generator(bits), logits_of, rows, counts, num_movies)
+    used = _advanced(start, offset + rows.size * num_movies)
+    return selected, _consumed_exactly(bits.state, used)
+
+
+def _consumed_exactly(state: dict, expected: dict) -> bool:
+    return state["state"] == expected["state"]
+
+
+def _advanced(state: dict, steps: int) -> dict:
+    """A PCG64 ``state`` moved ``steps`` numbers ahead, its buffered 32-bit half kept (doubles
+    never read it, so a one-thread run of Gumbel draws leaves it as it was)."""
+    bits = np.random.PCG64()
+    bits.state = state
+    bits.advance(steps)
+    moved = bits.state
+    moved["has_uint32"], moved["uinteger"] = state["has_uint32"], state["uinteger"]
+    return moved
+
+
+def _select_block(rng, logits_of, rows, counts, num_movies) -> list[np.ndarray]:
+    """Each of the block's users' movies: the ``counts`` largest logits plus Gumbel noise."""
+    keys = (logits_of(rows) + rng.gumbel(size=(rows.size, num_movies))).astype(np.float32)
+    np.negative(keys, out=keys)
     return [_smallest_first(row, count) for row, count in zip(keys, counts)]
 
 
