@@ -2,7 +2,8 @@
 # On a GPU machine: build galfast against the machine's own torch (no network needed), run the
 # CUDA tests, then the GPU benchmarks (CPU and CUDA peers side by side where a file has both).
 # Results land in $OUT (default ./gpu-results): log.txt (card, build info, test summary, tables),
-# build.txt, cuda_tests.txt, kernels.json (the sum kernels against cuSPARSE and cupyx),
+# build.txt, cuda_tests.txt, call_cost.txt (a call's host time, bench/cuda_call_cost.py),
+# kernels.json (the sum kernels against cuSPARSE and cupyx),
 # epoch.txt (whole GAL MovieLens epochs and a profile), run.txt (whole `galfast run`s) and one
 # pytest-benchmark JSON per benchmark file. A failing stage is logged and the next one still
 # runs; every stage has a time limit, so a hang cannot eat the machine.
@@ -11,7 +12,7 @@
 #   BENCH_CASES="bench_aggregate:cuda" bash bench/gpu_suite.sh   # file:filter pairs (_ = space)
 #   CMAKE_CUDA_ARCHITECTURES=90-real bash bench/gpu_suite.sh     # build for the card only
 #   EPOCH_KINDS="gcn" BENCH_CASES=" " bash bench/gpu_suite.sh     # GCN epochs, no benchmarks
-#   EPOCH_KINDS= KERNELS=0 RUNS=0 bash bench/gpu_suite.sh           # skip stages
+#   EPOCH_KINDS= KERNELS=0 RUNS=0 CALL_COST=0 bash bench/gpu_suite.sh   # skip stages
 # The build needs setuptools >= 77 (pyproject.toml's SPDX licence string); on an offline
 # machine with an older one, install a newer wheel first and put it on PYTHONPATH.
 set -uo pipefail
@@ -36,6 +37,13 @@ stage cuda tests
 timeout "${TEST_TIMEOUT:-240}" pytest tests -m cuda -q -p no:cacheprovider -p no:benchmark \
   -n 8 --timeout=120 -W ignore::DeprecationWarning >"$OUT/cuda_tests.txt" 2>&1
 tail -n 30 "$OUT/cuda_tests.txt" | tee -a "$LOG"
+
+# Where a GPU aggregation call's host time goes (bench/cuda_call_cost.py), with a cProfile.
+if [ "${CALL_COST:-1}" = 1 ]; then
+  stage call cost
+  (cd bench && timeout 120 python cuda_call_cost.py --profile) >"$OUT/call_cost.txt" 2>&1
+  grep -E "^(empty|pubmed|movielens) |: [0-9.]+ us$" "$OUT/call_cost.txt" | tee -a "$LOG"
+fi
 
 if [ "${KERNELS:-1}" = 1 ]; then
   stage sum kernels
