@@ -66,3 +66,21 @@ def finite_since_scanned(t: torch.Tensor) -> bool:
         return False
     _FOUND_FINITE[t] = t._version
     return True
+
+
+# Tensors found to fit a narrower dtype: tensor -> (version, dtype) of the last check.
+_FOUND_FITTING = WeakIdKeyDictionary()
+
+
+def fits_dtype(t: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether the finite floating tensor `t` converts to `dtype` without overflowing to an
+    infinity (always where `dtype` reaches as far as t's); remembered as
+    :func:`finite_since_scanned` is, as the same weights come back every call."""
+    if torch.finfo(dtype).max >= torch.finfo(t.dtype).max:
+        return True
+    if _FOUND_FITTING.get(t) == (t._version, dtype):
+        return True
+    if t.numel() and float(t.detach().abs().max()) > torch.finfo(dtype).max:
+        return False
+    _FOUND_FITTING[t] = (t._version, dtype)
+    return True

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from galfast._dtypes import all_finite
 
-__all__ = ["CSC", "Graph", "check_csr", "coalesce", "lexsort"]
+__all__ = ["CSC", "Graph", "check_csr", "check_op_graph", "coalesce", "lexsort", "plain_tensor"]
 
 _INDEX_DTYPES = (torch.int64, torch.int32)
 _FIELDS = ("rowptr", "col", "edge_weight", "edge_type")
@@ -51,19 +51,36 @@ def _count(name: str, value: Any) -> int:
     return count
 
 
+def plain_tensor(t: Tensor) -> Tensor:
+    """`t` itself, or the plain tensor inside an index wrapper such as PyG's ``EdgeIndex`` and
+    ``Index``: those are wrapper subclasses without storage of their own (``data_ptr()`` is 0),
+    so a kernel must be handed the tensor they wrap (their ``as_tensor()``)."""
+    if type(t) is not Tensor:
+        unwrap = getattr(t, "as_tensor", None)
+        if callable(unwrap):
+            return unwrap()
+    return t
+
+
 def _index_tensor(name: str, t: Any) -> Tensor:
-    """`t` as an int64 tensor: int64 or int32 accepted (int32 converted), anything else refused."""
+    """`t` as a contiguous int64 tensor (the kernels read it through its data pointer): int64
+    or int32 accepted (int32 converted), anything else refused."""
     if not isinstance(t, Tensor):
         raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
     if t.dtype not in _INDEX_DTYPES:
         raise ValueError(f"{name} must hold integer indices (int64 or int32), got {t.dtype}")
-    return t.long()
+    return plain_tensor(t).long().contiguous()
 
 
 def _check_index(edge_index: Any, num_nodes: Any) -> tuple[Tensor, int]:
     edge_index = _index_tensor("edge_index", edge_index)
     if edge_index.dim() != 2 or edge_index.size(0) != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(edge_index.shape)}")
+    if edge_index.device.type == "meta":
+        raise ValueError(
+            "a Graph is built from the values of edge_index (sorted and merged), which a meta "
+            "tensor has not: build it on the CPU or a GPU"
+        )
     if edge_index.numel() and int(edge_index.min()) < 0:
         raise ValueError(f"edge_index holds a negative node id ({int(edge_index.min())})")
     inferred = int(edge_index.max()) + 1 if edge_index.numel() else 0
@@ -180,6 +197,24 @@ def check_csr(
             )
 
 
+def check_op_graph(graph: Any, op: str, *, one_node_set: bool = False) -> None:
+    """What an op checks of its graph argument first: a :class:`Graph`, unmodified since it was
+    built, on a device the kernels run on; with ``one_node_set``, not bipartite (the op's
+    walks or messages take a source id for a destination id)."""
+    if not isinstance(graph, Graph):
+        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
+    graph.check_unmodified()
+    if not graph._on_kernel_device:
+        raise ValueError(
+            f"{op}: galfast's kernels run on CPU and CUDA tensors, not on {graph.device.type}"
+        )
+    if one_node_set and graph.is_bipartite:
+        raise ValueError(
+            f"{op} needs one node set (every source is also a destination), but the graph is "
+            f"bipartite: {graph.num_src_nodes} source and {graph.num_nodes} destination nodes"
+        )
+
+
 def lexsort(keys: Sequence[Tensor], sizes: Sequence[int]) -> Tensor:
     """The stable order that sorts edges by ``keys[0]``, then ``keys[1]``, ... (key ``i`` in
     ``[0, sizes[i])``). One argsort of a packed int64 key where the product of the sizes fits,
@@ -259,6 +294,8 @@ class Graph:
         )
         rowptr, col = _index_tensor("rowptr", rowptr), _index_tensor("col", col)
         check_csr(rowptr, col, num_nodes, num_src_nodes)
+        if num_src_nodes != num_nodes:  # rowptr's own size bounds num_nodes, nothing this one
+            _check_fits_memory(num_src_nodes, col.device, f"num_src_nodes is {num_src_nodes}")
         self._num_src_nodes = num_src_nodes
         _check_edge_weight(edge_weight, col.numel(), col.device)
         edge_type = _check_edge_type(edge_type, col.numel(), col.device)
@@ -266,6 +303,8 @@ class Graph:
         self._edge_weight, self._edge_type = edge_weight, edge_type
         self._versions = self._tensor_versions()
         self._cache: dict[Any, Any] = {}
+        # A meta graph may be built (to trace shapes), but no kernel runs on it.
+        self._on_kernel_device = col.device.type in ("cpu", "cuda")
 
     # Read-only: derived structure is cached on the graph, so its tensors must not change.
     rowptr = property(lambda self: self._rowptr, doc="[num_nodes + 1] int64 offsets into col.")
@@ -442,6 +481,7 @@ class Graph:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._versions = self._tensor_versions()
+        self._on_kernel_device = self._col.device.type in ("cpu", "cuda")  # older pickles lack it
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
         """Returns the value cached under `key`, building it once. For derived, per-graph state

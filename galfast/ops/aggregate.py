@@ -11,10 +11,11 @@ from galfast._dtypes import (
     accumulation_dtype,
     check_float_dtype,
     finite_since_scanned,
+    fits_dtype,
     kernel_dtype,
 )
 from galfast._native import _C
-from galfast.graph import Graph
+from galfast.graph import Graph, check_op_graph
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.segment_plan import num_segments, segment_plan
@@ -257,9 +258,7 @@ def _check_inputs(
     """Raises a ValueError naming what is wrong with the inputs. ``scan_weight=False`` skips
     the finiteness scan of ``edge_weight`` when it is the graph's own, which the Graph scanned
     when it was built (and check_unmodified guards against in-place edits since)."""
-    if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
-    graph.check_unmodified()
+    check_op_graph(graph, "aggregate")
     if reduce not in _REDUCES:
         raise ValueError(f"reduce must be one of {_REDUCES}, got {reduce!r}")
     if norm not in _NORMS:
@@ -304,6 +303,23 @@ def check_edge_weight(
     capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
     if scan and not tracing() and not capturing and not finite_since_scanned(edge_weight):
         raise ValueError("edge_weight contains NaN or infinite values")
+
+
+def weight_like(edge_weight: Tensor, x: Tensor) -> Tensor:
+    """Checked edge weights as the kernels read them: x's dtype, contiguous. Weights wider
+    than x (float64 for float32 features) must not overflow in the conversion: an infinity
+    would turn a finite input into NaN outputs. Not read while tracing or capturing a CUDA
+    graph, as in :func:`check_edge_weight`."""
+    narrowed = edge_weight.dtype != x.dtype and not tracing()
+    if narrowed and edge_weight.is_cuda and torch.cuda.is_current_stream_capturing():
+        narrowed = False
+    if narrowed and not fits_dtype(edge_weight, x.dtype):
+        raise ValueError(
+            f"edge_weight holds values beyond the range of x's dtype "
+            f"{str(x.dtype).replace('torch.', '')} (largest finite "
+            f"{torch.finfo(x.dtype).max:.4g}): scale the weights or use a wider dtype for x"
+        )
+    return edge_weight.to(x.dtype).contiguous()
 
 
 def aggregate(
@@ -352,7 +368,7 @@ def aggregate(
     x = x.contiguous()
     acc = accumulation_dtype(x.dtype)
     if edge_weight is not None:
-        edge_weight = edge_weight.to(x.dtype).contiguous()
+        edge_weight = weight_like(edge_weight, x)
     row_scale = col_scale = None
     if norm == "gcn":
         row_scale = col_scale = graph.degree_scale("gcn", acc)

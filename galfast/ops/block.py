@@ -9,8 +9,8 @@ from torch import Tensor
 
 from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
-from galfast.graph import Graph
-from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight
+from galfast.graph import Graph, _count, _index_tensor, check_csr
+from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight, weight_like
 
 __all__ = ["Block", "block_aggregate"]
 
@@ -50,10 +50,60 @@ class Block:
         edge_id: Tensor,
         graph: Optional[Graph] = None,
     ) -> None:
+        num_dst = _count("num_dst", num_dst)
+        src_nodes, rowptr, col, edge_id = (
+            _index_tensor(name, t)
+            for name, t in (
+                ("src_nodes", src_nodes),
+                ("rowptr", rowptr),
+                ("col", col),
+                ("edge_id", edge_id),
+            )
+        )
+        if src_nodes.dim() != 1 or src_nodes.numel() < num_dst:
+            raise ValueError(
+                f"src_nodes must be 1-D with at least num_dst = {num_dst} entries (the "
+                f"destinations come first), got shape {list(src_nodes.shape)}"
+            )
+        check_csr(rowptr, col, num_dst, src_nodes.numel())
+        if edge_id.shape != col.shape:
+            raise ValueError(
+                f"edge_id must have shape {list(col.shape)}, got {list(edge_id.shape)}"
+            )
+        if graph is not None and not isinstance(graph, Graph):
+            raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
+        for name, t in (("src_nodes", src_nodes), ("edge_id", edge_id)):
+            if t.device != col.device:
+                raise ValueError(f"{name} is on {t.device} but col is on {col.device}")
+        self._init(num_dst, src_nodes, rowptr, col, edge_id, graph)
+
+    def _init(self, num_dst, src_nodes, rowptr, col, edge_id, graph) -> None:
         self._num_dst, self._src_nodes = num_dst, src_nodes
         self._rowptr, self._col, self._edge_id = rowptr, col, edge_id
         self._graph = graph
+        self._versions = self._tensor_versions()
         self._cache: dict[Any, Any] = {}
+
+    @classmethod
+    def _trusted(cls, num_dst, src_nodes, rowptr, col, edge_id, graph) -> Block:
+        """A block from tensors made valid by construction (the sampler's): none of the
+        checks, which read the indices (on a GPU, host synchronisations)."""
+        block = cls.__new__(cls)
+        block._init(num_dst, src_nodes, rowptr, col, edge_id, graph)
+        return block
+
+    def _tensor_versions(self) -> tuple[int, ...]:
+        return tuple(t._version for t in (self._src_nodes, self._rowptr, self._col, self._edge_id))
+
+    def check_unmodified(self) -> None:
+        """Raises ValueError when one of the block's tensors was modified in place since the
+        block was made: its cached transpose and int32 copy would disagree with it."""
+        if torch.compiler.is_compiling() or self._tensor_versions() == self._versions:
+            return
+        raise ValueError(
+            "a Block's tensors were modified in place after it was made; Blocks are "
+            "immutable: make a new one"
+        )
 
     num_dst = property(lambda self: self._num_dst, doc="Number of destination nodes.")
     src_nodes = property(lambda self: self._src_nodes, doc="[num_src] graph ids of local ids.")
@@ -90,14 +140,17 @@ class Block:
         device = torch.device(device)
         if device == self.device:
             return self
-        return Block(
+        self.check_unmodified()
+        return Block._trusted(
             self._num_dst,
-            *(t.to(device) for t in (self._src_nodes, self._rowptr, self._col)),
-            self._edge_id.to(device),
+            *(t.to(device) for t in (self._src_nodes, self._rowptr, self._col, self._edge_id)),
             None if self._graph is None else self._graph.to(device),
         )
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
+        """The value cached under `key`, built once: every derived tensor (transpose, int32
+        copy, graphs) goes through here, so an edited block is refused here."""
+        self.check_unmodified()
         if key not in self._cache:
             self._cache[key] = build()
         return self._cache[key]
@@ -177,6 +230,11 @@ def _check_inputs(block: Block, x: Tensor, edge_weight: Optional[Tensor], reduce
         )
     if x.device != block.device:
         raise ValueError(f"x is on {x.device} but the block is on {block.device}")
+    if block.device.type not in ("cpu", "cuda"):
+        raise ValueError(
+            f"block_aggregate: galfast's kernels run on CPU and CUDA tensors, not on "
+            f"{block.device.type}"
+        )
     check_float_dtype("x", x)
     if edge_weight is not None:
         check_edge_weight(edge_weight, block.num_edges, x, "the block's edge order")
@@ -220,7 +278,7 @@ def block_aggregate(
     _check_inputs(block, x, edge_weight, reduce)
     x = x.contiguous()
     if edge_weight is not None:
-        edge_weight = edge_weight.to(x.dtype).contiguous()
+        edge_weight = weight_like(edge_weight, x)
     row_scale = None
     if reduce == "mean":
         degree = block.in_degree.to(accumulation_dtype(x.dtype))

@@ -15,10 +15,10 @@ from torch import Tensor
 
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
-from galfast.graph import Graph
+from galfast.graph import Graph, check_op_graph
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
-from galfast.ops.aggregate import check_edge_weight
+from galfast.ops.aggregate import check_edge_weight, weight_like
 
 __all__ = ["RelationOrder", "compgcn_aggregate", "relation_order"]
 
@@ -254,9 +254,7 @@ def _check_inputs(
     composition: str,
     norm: Optional[str],
 ) -> None:
-    if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
-    graph.check_unmodified()
+    check_op_graph(graph, "compgcn_aggregate", one_node_set=True)
     if graph.edge_type is None:
         raise ValueError(
             "graph has no edge_type: build it with Graph.from_edge_index(..., edge_type=...) "
@@ -357,7 +355,7 @@ def compgcn_aggregate(
     op_code = _COMPOSITIONS[composition]
     acc = accumulation_dtype(x.dtype)
     if edge_weight is not None:
-        edge_weight = edge_weight.to(x.dtype).contiguous()
+        edge_weight = weight_like(edge_weight, x)
     scale = graph.degree_scale("gcn", acc) if norm == "gcn" else None
     num_features = x.size(1)
     if op_code == _CORR and num_features == 0:

@@ -192,6 +192,10 @@ def _check_inputs(z, src, dst, bases, coefficients) -> None:
         )
     if z.dim() != 2 or z.size(1) < 1:
         raise ValueError(f"z must have shape [N, D >= 1], got {list(z.shape)}")
+    if z.size(0) == 0 and src.numel():
+        raise ValueError(
+            f"z has no rows, so every node id of the {src.numel()} edges is out of range"
+        )
     dim = z.size(1)
     if bases.dim() != 3 or bases.size(0) < 1 or tuple(bases.shape[1:]) != (dim, dim):
         raise ValueError(

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
-from galfast.graph import Graph
+from galfast.graph import Graph, check_op_graph
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
@@ -161,9 +161,7 @@ def _check_inputs(
     dropout: float,
     seed: Optional[int],
 ) -> None:
-    if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
-    graph.check_unmodified()
+    check_op_graph(graph, "gat_aggregate")
     for name, t in (("h", h), ("alpha_src", alpha_src), ("alpha_dst", alpha_dst)):
         if not isinstance(t, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")

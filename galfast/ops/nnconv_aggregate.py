@@ -18,7 +18,7 @@ from torch import Tensor
 
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
-from galfast.graph import Graph
+from galfast.graph import Graph, check_op_graph
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
@@ -338,9 +338,7 @@ def _check_inputs(
     bias: Optional[Tensor],
     reduce: str,
 ) -> None:
-    if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
-    graph.check_unmodified()
+    check_op_graph(graph, "nnconv_aggregate", one_node_set=True)
     if reduce not in _REDUCES:
         raise ValueError(f"reduce must be one of {_REDUCES}, got {reduce!r}")
     if not isinstance(x, Tensor):
@@ -364,6 +362,8 @@ def _check_inputs(
         )
     _check_tensor("weight", weight, 2, x)
     in_features = x.size(1)
+    if weight.size(0) == 0:
+        raise ValueError("weight must have at least one output feature (out_features >= 1)")
     if weight.size(1) != edge_hidden.size(1) or weight.size(0) % in_features:
         raise ValueError(
             f"weight must have shape [in_features * out_features, hidden] = "

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from galfast._native import _C
-from galfast.graph import Graph
+from galfast.graph import Graph, check_op_graph
 from galfast.ops._eager import tracing
 from galfast.ops._launch import ptr, run_kernel
 from galfast.ops.block import Block
@@ -183,9 +183,7 @@ def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> list[int]:
             "sample_neighbors cannot be traced (its output sizes depend on the data): sample in "
             "the data loading step, outside torch.compile"
         )
-    if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
-    graph.check_unmodified()
+    check_op_graph(graph, "sample_neighbors", one_node_set=True)
     _check_seeds(graph, seeds)
     if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
         raise ValueError(f"fanouts must be a sequence of ints, got {type(fanouts).__name__}")
@@ -267,6 +265,6 @@ def sample_neighbors(
             col, nodes = _relabel_sorted(dst, src)
         else:
             col, nodes = _relabel_cpu(graph, dst, src)
-        blocks.append(Block(dst.numel(), nodes, rowptr, col, edge_id, graph))
+        blocks.append(Block._trusted(dst.numel(), nodes, rowptr, col, edge_id, graph))
         dst = nodes
     return blocks

@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from galfast._native import _C
-from galfast.graph import Graph, check_csr, coalesce
+from galfast.graph import Graph, check_csr, check_op_graph, coalesce
 from galfast.ops._eager import tracing
 from galfast.ops._huge_pages import empty_on_huge_pages
 from galfast.ops._launch import kernel_op, ptr, run_kernel
@@ -215,9 +215,7 @@ def _check_inputs(
     max_retries: int,
     walk_offset: int,
 ) -> None:
-    if not isinstance(graph, Graph):
-        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
-    graph.check_unmodified()
+    check_op_graph(graph, "sample_nhop", one_node_set=True)
     if not isinstance(mode, str) or mode not in MODES:
         raise ValueError(f"mode must be one of {tuple(MODES)}, got {mode!r}")
     max_hops = MAX_EXACT_HOPS if mode == "exact" else MAX_HOPS
