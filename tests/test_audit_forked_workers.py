@@ -121,6 +121,36 @@ def test_processes_are_chosen_only_where_forking_is_safe(monkeypatch):
     assert Jobs(2, 1)._processes is False
 
 
+def test_workers_with_several_threads_are_never_forked():
+    assert not forking_is_safe(2)
+    assert Jobs(2, 2)._processes is False
+
+
+def test_an_audit_on_two_threads_after_a_parallel_op_finishes():
+    # A fork after GNU OpenMP's pool started left a child's matmul waiting forever: run it in
+    # a process of its own, so a regression fails on the timeout instead of hanging the suite.
+    script = """
+import torch
+from galfast import SensitiveAttribute, audit
+torch.set_num_threads(2)
+torch.randn(300, 300) @ torch.randn(300, 300)
+attr = SensitiveAttribute("s", "binary", torch.arange(60) % 2)
+audit(torch.randn(60, 8), attr, train_idx=torch.arange(40), test_idx=torch.arange(40, 60),
+      attacks=["node"], seeds=2, epochs=1, min_steps=1, threads=2, workers=2)
+print("finished")
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=GALFAST_PARENT,
+        env=same_galfast_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "finished"
+
+
 def test_one_worker_runs_in_the_callers_thread_and_forks_nothing():
     jobs = Jobs(1, 1, processes=True)
     try:
@@ -143,9 +173,9 @@ def test_an_audit_on_processes_reports_what_it_reports_on_threads(monkeypatch, s
         attacks=("node", "neighbor"), seeds=2, min_steps=30, epochs=2, strength=strength,
         search=SEARCH, workers=2,
     )  # fmt: skip
-    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: True)
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda threads=1: True)
     on_processes = audit(z, attrs, **kwargs).to_json()
-    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: False)
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda threads=1: False)
     assert audit(z, attrs, **kwargs).to_json() == on_processes
 
 

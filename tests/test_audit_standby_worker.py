@@ -61,16 +61,14 @@ def test_the_standby_is_adopted_as_worker_0_with_its_modules_loaded():
     assert not _alive(pid)
 
 
-def test_a_standby_with_another_thread_count_is_ended_not_adopted():
-    start_standby(2, (MODULE,))
+def test_standby_workers_run_one_thread_only():
+    start_standby(2, (MODULE,))  # a forked child with a parallel region could hang
+    assert forked_workers._standby == []
+    start_standby(1, (MODULE,))
     pid = _standby_pid()
-    workers = ForkedWorkers(2, threads=1)
-    try:
-        assert not _alive(pid)
-        assert workers.loaded_by((MODULE,)) == []
-        assert workers.call(0, _pid_and_loaded, (MODULE,), {})[0] != pid
-    finally:
-        workers.close()
+    with pytest.raises(OSError):  # workers of two threads: none adopted, none forked
+        ForkedWorkers(2, threads=2)
+    assert not _alive(pid) and forked_workers._standby == []
 
 
 def test_starting_alike_keeps_the_standby_and_otherwise_replaces_it():
@@ -193,7 +191,7 @@ def test_jobs_take_processes_after_cuda_started_only_from_enough_standby_workers
     # Forking is refused (as once CUDA has started): processes only where standby workers
     # cover every worker wanted, and then no fork happens.
     jobs_module = importlib.import_module("galfast.audit.jobs")  # galfast.audit.audit shadows
-    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: False)
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda threads=1: False)
     start_standby(1, (MODULE,), count=1)
     assert not Jobs(2, 1).forks
     start_standby(1, (MODULE,), count=2)
@@ -216,8 +214,8 @@ def test_a_lost_standby_worker_after_cuda_started_means_threads(monkeypatch):
     start_standby(1, (MODULE,), count=2)
     pids = [entry[0] for entry in forked_workers._standby]
     os.kill(pids[1], 9)
-    monkeypatch.setattr(forked_workers, "forking_is_safe", lambda: False)
-    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda: False)
+    monkeypatch.setattr(forked_workers, "forking_is_safe", lambda threads=1: False)
+    monkeypatch.setattr(jobs_module, "forking_is_safe", lambda threads=1: False)
     _no_more_forks(monkeypatch)
     jobs = Jobs(2, 1)
     try:

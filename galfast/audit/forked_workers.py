@@ -20,9 +20,9 @@ leaves idle, and the audit's ForkedWorkers adopts them (with the same thread cou
 first workers, worker 0 taking the calls needing those modules. The fits they run are the same
 pickled calls, so nothing in the results depends on them.
 
-Forking is used only where it is safe: on Linux, for CPU fits, before CUDA is initialised (a
-forked child cannot use the parent's CUDA context, and freeing an inherited CUDA tensor there
-would call into it). A GPU run therefore starts all its audit workers on standby, before CUDA
+Forking is used only where it is safe: on Linux, for CPU fits on one intra-op thread each
+(GNU OpenMP's pool does not survive a fork), before CUDA is initialised (a forked child cannot
+use the parent's CUDA context, and freeing an inherited CUDA tensor there would call into it). A GPU run therefore starts all its audit workers on standby, before CUDA
 starts; the audit then adopts them and forks none.
 """
 
@@ -52,9 +52,12 @@ __all__ = [
 ]
 
 
-def forking_is_safe() -> bool:
-    """Whether worker processes may be forked here: Linux, and no CUDA context yet."""
-    return sys.platform.startswith("linux") and not torch.cuda.is_initialized()
+def forking_is_safe(threads: int = 1) -> bool:
+    """Whether workers with ``threads`` intra-op threads may be forked here: Linux, no CUDA
+    context yet, and one thread. GNU OpenMP (torch's, MKL's and galfast's pool on Linux) does
+    not survive a fork: once the parent has run a parallel region, a child's own first one
+    waits forever for pool threads that stayed in the parent. One thread runs none."""
+    return sys.platform.startswith("linux") and not torch.cuda.is_initialized() and threads == 1
 
 
 class ForkedWorkers:
@@ -72,7 +75,7 @@ class ForkedWorkers:
                 self._workers.append((pid, conn))
                 self._loaded.append(modules)
             while len(self._workers) < count:
-                if not forking_is_safe():  # a standby worker was lost after CUDA started
+                if not forking_is_safe(threads):  # e.g. a standby worker lost after CUDA started
                     raise OSError("an audit worker is missing and forking is unsafe now")
                 self._workers.append(_fork_worker(threads))
                 self._loaded.append(())
@@ -139,7 +142,7 @@ def start_standby(threads: int, modules: Sequence[str], count: int = 1, loaders:
     if [entry[2:] for entry in _standby] == wanted:
         return
     discard_standby()
-    if not forking_is_safe():
+    if not forking_is_safe(threads):
         return
     for its_threads, its_modules in wanted:
         try:

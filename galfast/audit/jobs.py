@@ -82,7 +82,7 @@ class Jobs:
             # Forking now is safe, or it is not needed: standby workers forked before CUDA
             # started (a GPU run's, see forked_workers) are all the workers wanted.
             wanted = default_workers() if workers is None else workers
-            processes = forking_is_safe() or standby_workers(threads) >= wanted > 1
+            processes = forking_is_safe(threads) or standby_workers(threads) >= wanted > 1
         if workers is None:
             workers = default_workers(processes)
         self._threads = threads
