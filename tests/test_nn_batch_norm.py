@@ -13,14 +13,14 @@ def _pair(c, **kwargs):
     """A galfast BatchNorm and a torch BatchNorm1d with the same (non-trivial) parameters."""
     torch.manual_seed(0)
     ours = BatchNorm(c, **kwargs)
-    if ours.weight is not None:
+    if ours.module.weight is not None:
         with torch.no_grad():
-            ours.weight.uniform_(0.5, 1.5)
-    if ours.bias is not None:
+            ours.module.weight.uniform_(0.5, 1.5)
+    if ours.module.bias is not None:
         with torch.no_grad():
-            ours.bias.normal_()
+            ours.module.bias.normal_()
     theirs = torch.nn.BatchNorm1d(c, **kwargs)
-    theirs.load_state_dict(ours.state_dict())
+    theirs.load_state_dict(ours.module.state_dict())
     return ours, theirs
 
 
@@ -38,14 +38,15 @@ def fused_calls(monkeypatch):
     return calls
 
 
-def test_is_a_batchnorm1d_with_its_state_dict():
+def test_holds_a_batchnorm1d_and_loads_its_state_dict():
     ours, theirs = _pair(7)
-    assert isinstance(ours, torch.nn.BatchNorm1d)
-    assert list(ours.state_dict()) == list(theirs.state_dict())
+    assert isinstance(ours.module, torch.nn.BatchNorm1d)
+    assert list(ours.state_dict()) == [f"module.{k}" for k in theirs.state_dict()]
+    # A BatchNorm1d's (or galfast's earlier BatchNorm's) keys, without "module.", load too.
     restored = BatchNorm(7)
     restored.load_state_dict(theirs.state_dict())
     for k, v in theirs.state_dict().items():
-        assert torch.equal(restored.state_dict()[k], v)
+        assert torch.equal(restored.state_dict()[f"module.{k}"], v)
 
 
 @pytest.mark.parametrize("momentum", [0.1, None, 0.5])
@@ -61,18 +62,19 @@ def test_training_steps_match_batchnorm1d(momentum, dtype, fused_calls):
         g = torch.randn(x.shape, generator=gen, dtype=dtype)
         y, y_ref = ours(x), theirs(x)
         torch.testing.assert_close(y, y_ref, **tol)
-        params = (x, ours.weight, ours.bias)
+        params = (x, ours.module.weight, ours.module.bias)
         got = torch.autograd.grad(y, params, g)
         want = torch.autograd.grad(y_ref, (x, theirs.weight, theirs.bias), g)
         for a, b in zip(got, want):
             torch.testing.assert_close(a, b, **tol)
     assert len(fused_calls) == 4
-    assert int(ours.num_batches_tracked) == int(theirs.num_batches_tracked) == 4
-    torch.testing.assert_close(ours.running_mean, theirs.running_mean, **tol)
-    torch.testing.assert_close(ours.running_var, theirs.running_var, **tol)
+    bn = ours.module
+    assert int(bn.num_batches_tracked) == int(theirs.num_batches_tracked) == 4
+    torch.testing.assert_close(bn.running_mean, theirs.running_mean, **tol)
+    torch.testing.assert_close(bn.running_var, theirs.running_var, **tol)
     ref_mean, ref_var = running_stats_ref(torch.zeros(20), torch.ones(20), batches, momentum)
-    torch.testing.assert_close(ours.running_mean.double(), ref_mean, rtol=1e-6, atol=1e-6)
-    torch.testing.assert_close(ours.running_var.double(), ref_var, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(bn.running_mean.double(), ref_mean, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(bn.running_var.double(), ref_var, rtol=1e-6, atol=1e-6)
 
 
 def test_eval_mode_uses_the_running_statistics_as_torch(fused_calls):
@@ -103,9 +105,9 @@ def test_options_match_batchnorm1d(kwargs, fused_calls):
             torch.testing.assert_close(a, b)
     # Without running statistics eval mode normalises by the batch too, on the fused kernel.
     assert len(fused_calls) == (2 if "track_running_stats" in kwargs else 1)
-    assert ours.state_dict().keys() == theirs.state_dict().keys()
+    assert ours.module.state_dict().keys() == theirs.state_dict().keys()
     for k, v in theirs.state_dict().items():
-        torch.testing.assert_close(ours.state_dict()[k], v)
+        torch.testing.assert_close(ours.module.state_dict()[k], v)
 
 
 def test_other_inputs_fall_back_to_batchnorm1d(fused_calls):
@@ -154,7 +156,43 @@ def test_torch_compile_matches_eager_and_updates_the_buffers():
     for a, b in zip(torch.autograd.grad(got, (x,)), torch.autograd.grad(want, (x,))):
         torch.testing.assert_close(a, b)
     for name in ("running_mean", "running_var", "num_batches_tracked"):
-        torch.testing.assert_close(getattr(compiled_module, name), getattr(ours, name))
+        torch.testing.assert_close(
+            getattr(compiled_module.module, name), getattr(ours.module, name)
+        )
     f(theirs, x)  # torch's module takes the same step
-    torch.testing.assert_close(ours.running_mean, theirs.running_mean)
-    torch.testing.assert_close(ours.running_var, theirs.running_var)
+    torch.testing.assert_close(ours.module.running_mean, theirs.running_mean)
+    torch.testing.assert_close(ours.module.running_var, theirs.running_var)
+
+
+def test_state_dict_is_pygs_and_loads_both_ways():
+    pyg_nn = pytest.importorskip("torch_geometric.nn")
+    ours, _ = _pair(5)
+    theirs = pyg_nn.BatchNorm(5)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    ours(torch.randn(30, 5))  # moves the running statistics off their initial values
+    theirs.load_state_dict(ours.state_dict())
+    fresh = BatchNorm(5)
+    fresh.load_state_dict(theirs.state_dict())
+    x = torch.randn(12, 5)
+    for mode in (True, False):
+        for m in (ours, theirs, fresh):
+            m.train(mode)
+        want = theirs(x)
+        torch.testing.assert_close(ours(x), want)
+        torch.testing.assert_close(fresh(x), want)
+
+
+def test_allow_single_element_matches_pyg():
+    pyg_nn = pytest.importorskip("torch_geometric.nn")
+    ours = BatchNorm(4, allow_single_element=True)
+    ours.load_state_dict(_pair(4)[0].state_dict())  # non-trivial weight and bias
+    theirs = pyg_nn.BatchNorm(4, allow_single_element=True)
+    ours(torch.randn(20, 4))
+    theirs.load_state_dict(ours.state_dict())
+    one = torch.randn(1, 4)
+    for mode in (True, False):
+        ours.train(mode), theirs.train(mode)
+        torch.testing.assert_close(ours(one), theirs(one))
+    assert int(ours.module.num_batches_tracked) == 1  # a single row leaves the statistics
+    with pytest.raises(ValueError, match="allow_single_element requires track_running_stats"):
+        BatchNorm(4, track_running_stats=False, allow_single_element=True)

@@ -129,3 +129,17 @@ def test_gcn_form_puts_the_laplacian_sign_on_the_weights_bitwise(K):
     if K == 2:
         assert torch.equal(x.grad, x_ref.grad)
     torch.testing.assert_close(x.grad, x_ref.grad, rtol=1e-6, atol=1e-6)
+
+
+def test_negative_degree_under_sym_names_the_cause():
+    """Negative edge weights can make a weighted degree negative; 'sym' then has no D^-1/2
+    (PyG's output is all NaN). The error says so instead of blaming the (finite) weights,
+    and the normalisations defined there still match PyG."""
+    edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]])
+    x, w = _x(5), torch.tensor([-0.8, -0.1, 0.7, -0.3])
+    with pytest.raises(ValueError, match="node 0 has a negative weighted out-degree"):
+        ChebConv(8, 6, K=2)(x, edge_index, w)
+    for normalization in ("rw", None):
+        args = (x, edge_index, w, None, None)
+        pyg = pyg_nn.ChebConv(8, 6, K=2, normalization=normalization)
+        assert_same_layer(pyg, ChebConv(8, 6, K=2, normalization=normalization), x, args, args, w)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 from _layer_cases import assert_same_layer, awkward_graphs, graph_ids
+from _pyg_compat_cases import compare_layers
 
 import galfast
 from galfast.nn import GATConv
@@ -85,3 +86,18 @@ def test_bad_arguments():
         GATConv(8, 4, edge_dim=3)(_x(n), edge_index, torch.ones(edge_index.size(1) + 1, 3))
     with pytest.raises(ValueError, match="x must be"):
         conv(_x(n)[None], edge_index)
+
+
+@pytest.mark.parametrize("flow", ["source_to_target", "target_to_source"])
+@pytest.mark.parametrize("fill_value", ["mul", "max", "min", "add", "mean"])
+def test_loop_edge_features_of_nodes_without_edges_match_pyg(fill_value, flow):
+    """A loop's edge features reduce the node's edges by edge_index[1] whatever the flow, so
+    with target_to_source node 0 (no such edge, but messages of its own) attends over a loop
+    whose features are PyG's empty reduction: 1 for "mul" (an empty product), else 0."""
+    edge_index = torch.tensor([[0, 0, 1], [1, 2, 2]])
+    gen = torch.Generator().manual_seed(0)
+    inputs = {"x": torch.randn(4, 3, generator=gen), "edge_attr": torch.rand(3, 2) + 1.0}
+    kwargs = dict(heads=2, edge_dim=2, fill_value=fill_value, flow=flow)
+    torch.manual_seed(0)
+    pyg, ours = pyg_nn.GATConv(3, 2, **kwargs), GATConv(3, 2, **kwargs)
+    compare_layers(pyg, ours, inputs, lambda c, t: c(t["x"], edge_index, t["edge_attr"]))

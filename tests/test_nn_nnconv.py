@@ -151,3 +151,37 @@ def test_bad_inputs_raise_clear_errors():
         NNConv(4, 3, _edge_nn("sequential", 5, 4, 3), aggr="min")
     with pytest.raises(ValueError, match="rows but the graph"):
         conv(torch.randn(3, 4), Graph.from_edge_index(edge_index, 2), torch.randn(2, 5))
+
+
+def test_pyg_forward_signature():
+    """PyG's forward(x, edge_index, edge_attr=None, size=None): names and positions."""
+    ours, theirs = _pair("sequential", "mean", True, True)
+    edge_index, n, _, edge_attr = molecule_batch(3, seed=8)
+    x, edge_attr = torch.randn(n, 4, dtype=torch.float64), edge_attr.double()
+    want = theirs(x, edge_index, edge_attr)
+    torch.testing.assert_close(ours(x, edge_index=edge_index, edge_attr=edge_attr), want)
+    torch.testing.assert_close(ours(x, edge_index, edge_attr, (n, n)), want)
+    torch.testing.assert_close(ours(x, edge_index, edge_attr, size=(n, None)), want)
+    with pytest.raises(ValueError, match="size gives num_src = 2"):
+        ours(x, edge_index, edge_attr, (2, 2))
+    with pytest.raises(ValueError, match="NNConv needs edge_attr"):
+        ours(x, edge_index)
+
+
+@pytest.mark.parametrize("layout", ["csr", "coo"])
+@pytest.mark.parametrize("aggr", ["add", "max"])
+def test_sparse_adjacency_matches_pyg(layout, aggr):
+    """A torch.sparse adj_t: edge_attr follows its stored entries, its values are unused."""
+    from torch_geometric.utils import to_torch_coo_tensor, to_torch_csr_tensor
+
+    ours, theirs = _pair("sequential", aggr, True, True)
+    edge_index, n, _, edge_attr = molecule_batch(3, seed=9)
+    to_sparse = to_torch_csr_tensor if layout == "csr" else to_torch_coo_tensor
+    adj_t = to_sparse(edge_index.flip(0), torch.rand(edge_index.size(1)), size=(n, n))
+    rows, cols = adj_t.to_sparse_coo().indices()  # the stored order, both layouts
+    stored = torch.stack([cols, rows])
+    position = {tuple(e): i for i, e in enumerate(edge_index.t().tolist())}
+    edge_attr = edge_attr.double()[[position[tuple(e)] for e in stored.t().tolist()]]
+    x = torch.randn(n, 4, dtype=torch.float64)
+    torch.testing.assert_close(ours(x, adj_t, edge_attr), theirs(x, adj_t, edge_attr))
+    torch.testing.assert_close(ours(x, adj_t, edge_attr), ours(x, stored, edge_attr))

@@ -48,10 +48,10 @@ def test_state_dict_is_pygs_and_loads_both_ways():
     theirs.load_state_dict(fresh.state_dict(), strict=True)
 
 
-def test_num_graphs_pads_trailing_empty_graphs():
+def test_dim_size_pads_trailing_empty_graphs():
     ours, _ = _pair()
     x = torch.randn(3, 4, dtype=torch.float64)
-    out = ours(x, torch.tensor([0, 0, 1]), num_graphs=4)
+    out = ours(x, torch.tensor([0, 0, 1]), dim_size=4)
     assert out.shape == (4, 8)
     torch.testing.assert_close(out[:2], ours(x, torch.tensor([0, 0, 1])))
     assert torch.equal(out[2:, 4:], torch.zeros(2, 4, dtype=torch.float64))
@@ -61,11 +61,38 @@ def test_bad_inputs_raise_clear_errors():
     ours = Set2Set(4, 2)
     with pytest.raises(ValueError, match="x must be a"):
         ours(torch.randn(3, 5), torch.zeros(3, dtype=torch.long))
-    with pytest.raises(ValueError, match="batch must be a"):
+    with pytest.raises(ValueError, match="index must be a"):
         ours(torch.randn(3, 4), torch.zeros(2, dtype=torch.long))
     with pytest.raises(ValueError, match="negative"):
         ours(torch.randn(2, 4), torch.tensor([0, -1]))
-    with pytest.raises(ValueError, match="num_graphs"):
-        ours(torch.randn(2, 4), torch.tensor([0, 3]), num_graphs=2)
+    with pytest.raises(ValueError, match="dim_size"):
+        ours(torch.randn(2, 4), torch.tensor([0, 3]), dim_size=2)
+    with pytest.raises(ValueError, match="ptr holds 2 graphs"):
+        ours(torch.randn(2, 4), ptr=torch.tensor([0, 1, 2]), dim_size=3)
+    with pytest.raises(ValueError, match="ptr must rise from 0"):
+        ours(torch.randn(2, 4), ptr=torch.tensor([0, 1, 3]))
+    with pytest.raises(ValueError, match="dim -2"):
+        ours(torch.randn(2, 4), dim=1)
     with pytest.raises(ValueError, match="processing_steps"):
         Set2Set(4, -1)
+
+
+def test_pyg_forward_signature():
+    """PyG's forward(x, index=None, ptr=None, dim_size=None, dim=-2): no index is one graph,
+    index and dim_size by keyword, ptr third positional, dim 0 or -2."""
+    ours, theirs = _pair()
+    x = torch.randn(7, 4, dtype=torch.float64)
+    index = torch.tensor([0, 0, 1, 1, 1, 3, 3])
+    ptr = torch.tensor([0, 2, 5, 5, 7])
+    torch.testing.assert_close(ours(x), theirs(x))
+    torch.testing.assert_close(ours(x, index=index), theirs(x, index=index))
+    want = theirs(x, index, dim_size=6)
+    assert want.shape == (6, 8)
+    torch.testing.assert_close(ours(x, index=index, dim_size=6), want)
+    torch.testing.assert_close(ours(x, index, ptr), theirs(x, index, ptr))
+    torch.testing.assert_close(ours(x, index, dim=0), theirs(x, index, dim=0))
+    # ptr alone (PyG also asks for index) gives the same graphs.
+    torch.testing.assert_close(ours(x, ptr=ptr), theirs(x, index, ptr))
+    # Nothing at all: one graph, also when it has no nodes (then no graph, as PyG).
+    empty = x[:0]
+    assert ours(empty).shape == theirs(empty).shape == (0, 8)

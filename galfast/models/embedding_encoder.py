@@ -28,8 +28,8 @@ class EmbeddingEncoder(nn.Module):
         dim: embedding size (20 in the paper).
         convs: layers called as ``conv(h, graph)`` (``galfast.nn`` layers; wrap PyG layers in
             :class:`galfast.nn.EdgeIndexAdapter`). Empty = embeddings only.
-        batch_norm: apply BatchNorm to the embeddings (:class:`galfast.nn.BatchNorm`, a
-            ``BatchNorm1d`` on galfast's fused CPU kernel; same state dict).
+        batch_norm: apply BatchNorm to the embeddings (:class:`galfast.nn.BatchNorm`: PyG's
+            layer on galfast's fused CPU kernel).
         activation: between layers (not after the last); default ReLU.
         max_norm: if given, rows looked up in a forward are first rescaled in place to L2 norm
             at most ``max_norm``, as ``nn.Embedding(max_norm=...)`` does (the original GAL

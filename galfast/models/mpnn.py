@@ -131,7 +131,7 @@ class MPNN(torch.nn.Module):
             messages = F.relu(self.conv(out, graph, edge_attr))
             out, state = self.gru(messages.unsqueeze(0), state)
             out = out.squeeze(0)
-        return self.set2set(out, batch, num_graphs)
+        return self.set2set(out, batch, dim_size=num_graphs)
 
     def forward(
         self,

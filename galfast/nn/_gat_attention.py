@@ -53,7 +53,8 @@ def _loop_terms(
 ) -> Tensor:
     """``[loops, H]`` edge terms of the added self loops, whose edge features are, as in PyG's
     ``add_self_loops``: a constant, a given vector, or a reduction of each node's incoming
-    non-loop edges' features (0 for a node without any). The projection is linear, so
+    non-loop edges' features (for a node without any: 0, or 1 for ``"mul"``, PyG's empty
+    product, its scatter starting from ones). The projection is linear, so
     constants, sums and means are taken of the per-edge terms (``per_edge``, input order, H
     columns) rather than of the D-wide features."""
     loops, heads = layout.inverse_count.size(0), project.size(1)
@@ -70,7 +71,7 @@ def _loop_terms(
         return summed
     values = edge_feats.index_select(0, layout.non_loop)
     index = layout.target.unsqueeze(1).expand_as(values)
-    base = edge_feats.new_zeros(loops, values.size(1))
+    base = edge_feats.new_full((loops, values.size(1)), 1.0 if fill_value == "mul" else 0.0)
     reduced = base.scatter_reduce(0, index, values, _REDUCE[fill_value], include_self=False)
     return reduced @ project
 

@@ -29,7 +29,7 @@ from typing import Any, NamedTuple, Optional, Union
 import torch
 from torch import Tensor
 
-from galfast.graph import Graph, _check_index, _count, _index_tensor, lexsort
+from galfast.graph import Graph, _check_index, _count, _index_tensor, lexsort, plain_tensor
 
 __all__ = [
     "LayerGraph",
@@ -128,23 +128,19 @@ def _remember(obj: Any, key: tuple, indices: tuple, graph: Graph, order: Optiona
     _GRAPHS[ident] = _Entry(ref, version, copies, key, graph, order)
 
 
-def _bipartite_ids(src: Tensor, dst: Tensor, num_src: int, num_dst: Optional[int]) -> int:
-    """Checks ids of a two-node-set edge_index; returns the destination count (inferred from
-    the largest target, as PyG does, when not given)."""
+def _check_bipartite_ids(src: Tensor, dst: Tensor, num_src: int, num_dst: int) -> None:
+    """Checks the ids of a two-node-set edge_index against the node counts."""
     for name, ids, bound in (("source", src, num_src), ("target", dst, num_dst)):
         if not ids.numel():
             continue
         low, high = int(ids.min()), int(ids.max())
         if low < 0:
             raise ValueError(f"edge_index holds a negative {name} node id ({low})")
-        if bound is not None and high >= bound:
+        if high >= bound:
             raise ValueError(
                 f"edge_index refers to {name} node {high} but there are {bound} {name} nodes "
                 f"(ids must lie in [0, {bound}))"
             )
-    if num_dst is None:
-        return int(dst.max()) + 1 if dst.numel() else 0
-    return num_dst
 
 
 def _edge_index_graph(
@@ -152,10 +148,13 @@ def _edge_index_graph(
 ) -> tuple[Graph, Tensor]:
     key = ("edge_index", num_dst, num_src, flow)
     traced = torch.compiler.is_compiling() and num_dst is not None
-    hit = None if traced else _cached(edge_index, key, (edge_index,))
+    # PyG's EdgeIndex is a wrapper without storage of its own: the kernels, and the cache's
+    # copy, take the tensor it wraps (the cache stays keyed on the wrapper, which persists).
+    data = plain_tensor(edge_index)
+    hit = None if traced else _cached(edge_index, key, (data,))
     if hit is not None:
         return hit.graph, hit.order
-    checked = _index_tensor("edge_index", edge_index)
+    checked = _index_tensor("edge_index", data)
     if checked.dim() != 2 or checked.size(0) != 2:
         raise ValueError(f"edge_index must have shape [2, num_edges], got {list(checked.shape)}")
     if flow == "target_to_source":
@@ -170,9 +169,9 @@ def _edge_index_graph(
         _, num_nodes = _check_index(checked, num_dst)
         graph, order = csr_from_coo(dst, src, num_nodes)
     else:
-        num_dst = _bipartite_ids(src, dst, num_src, num_dst)
+        _check_bipartite_ids(src, dst, num_src, num_dst)
         graph, order = csr_from_coo(dst, src, num_dst, num_src)
-    _remember(edge_index, key, (edge_index,), graph, order)
+    _remember(edge_index, key, (data,), graph, order)
     return graph, order
 
 
@@ -256,13 +255,17 @@ def layer_graph(
 ) -> LayerGraph:
     """The :class:`LayerGraph` of a layer's graph argument (see the module docstring).
 
-    ``num_dst`` / ``num_src`` are the node counts the features imply (None: inferred, as PyG
-    does); ``num_src=None`` means one node set. ``edge_weight`` follows the columns of an
-    ``edge_index`` or the CSR order of a Graph; a sparse adjacency carries its own values.
+    ``num_dst`` / ``num_src`` are the node counts the features imply; ``num_src=None`` means
+    one node set. As in PyG, ``num_dst=None`` takes a Graph's or sparse adjacency's own
+    count, and for an ``edge_index`` ``num_src`` (PyG's destination count defaults to the
+    source count), or the largest id + 1 with one node set and no count at all.
+    ``edge_weight`` follows the columns of an ``edge_index`` or the CSR order of a Graph; a
+    sparse adjacency carries its own values.
     """
     if flow not in FLOWS:
         raise ValueError(f"flow must be one of {FLOWS}, got {flow!r}")
     if isinstance(adjacency, Graph):
+        adjacency.check_unmodified()  # layers aggregate over graphs derived from it, too
         if flow != "source_to_target":
             raise ValueError(
                 "flow='target_to_source' is not supported with a galfast.Graph, whose CSR is "
@@ -296,6 +299,9 @@ def layer_graph(
             "expected an edge_index tensor [2, num_edges], a sparse adj_t or a galfast.Graph, "
             f"got {type(adjacency).__name__}"
         )
+    if num_dst is None and num_src is not None:
+        # PyG: without x_dst or size[1], an edge_index has as many destinations as sources.
+        num_dst = num_src
     if num_dst is not None:
         num_dst = _count("num_nodes", num_dst)
     graph, order = _edge_index_graph(adjacency, num_dst, num_src, flow)
@@ -333,6 +339,7 @@ def graph_and_order(
     input column of each CSR edge (per-edge features follow with ``features[order]``); order
     is None for a Graph, whose per-edge features are already in CSR order."""
     if isinstance(edge_index_or_graph, Graph):
+        edge_index_or_graph.check_unmodified()
         if edge_index_or_graph.num_nodes != num_nodes:
             raise ValueError(
                 f"x has {num_nodes} rows but the graph has {edge_index_or_graph.num_nodes} nodes"

@@ -79,7 +79,8 @@ def node_counts(
     x_src: Tensor, x_dst: Optional[Tensor], size: Optional[tuple], bipartite_input: bool
 ) -> tuple[Optional[int], Optional[int]]:
     """``(num_src, num_dst)`` the features (or ``size``, PyG's ``(num_src, num_dst)``) imply;
-    ``num_dst`` None when neither says (then the graph does)."""
+    ``num_dst`` None when neither says (then :func:`~galfast.nn._graph_input.layer_graph`
+    decides, as PyG: the graph's own count, or ``num_src`` for an edge_index)."""
     num_src = x_src.size(-2) if x_src.dim() >= 2 else None
     num_dst = x_dst.size(-2) if x_dst is not None and x_dst.dim() >= 2 else None
     if not bipartite_input:

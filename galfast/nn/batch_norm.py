@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, Optional
+
 import torch
+import torch.nn.functional as F
 from torch import Tensor
 
 from galfast.ops.batch_norm import fused_batch_norm, update_running
@@ -10,17 +13,19 @@ from galfast.ops.batch_norm import fused_batch_norm, update_running
 __all__ = ["BatchNorm"]
 
 _FUSED_DTYPES = (torch.float32, torch.float64)
+# What BatchNorm1d saves: galfast's BatchNorm was one itself, so its old checkpoints hold these
+# names where PyG's layout (and this one) has "module.<name>".
+_STATE_NAMES = ("weight", "bias", "running_mean", "running_var", "num_batches_tracked")
 
 
-class BatchNorm(torch.nn.BatchNorm1d):
-    r"""``torch.nn.BatchNorm1d`` whose training-mode forward on a 2-D CPU input runs
-    :func:`galfast.ops.batch_norm`: the ``[N, C]`` node features of a GNN, normalised per
+class BatchNorm(torch.nn.Module):
+    r"""PyG's ``BatchNorm`` (same arguments, ``state_dict`` and behaviour): a
+    ``torch.nn.BatchNorm1d`` held as ``module``, whose training-mode forward on a 2-D CPU input
+    runs :func:`galfast.ops.batch_norm`: the ``[N, C]`` node features of a GNN, normalised per
     channel over the N nodes.
 
-    Same arguments, parameters, buffers and ``state_dict`` as ``BatchNorm1d`` (it is one:
-    ``isinstance(m, torch.nn.BatchNorm1d)`` holds, checkpoints load either way). In training
-    mode (or in eval mode without running statistics) the running buffers update exactly as
-    torch does: ``num_batches_tracked += 1``, then
+    In training mode (or in eval mode without running statistics) the running buffers update
+    exactly as torch does: ``num_batches_tracked += 1``, then
     ``running = (1 - m) running + m batch`` with the unbiased batch variance, ``m`` the momentum
     or, for ``momentum=None``, ``1 / num_batches_tracked``. Everything else — eval mode with
     running statistics, CUDA, 3-D inputs, half types, fewer than 2 rows — runs
@@ -31,11 +36,74 @@ class BatchNorm(torch.nn.BatchNorm1d):
     statistics in double and gives the same bits for any thread count (float32 results differ
     from torch's at rounding level).
 
+    Checkpoints of galfast's earlier ``BatchNorm`` (a ``BatchNorm1d`` itself, keys without
+    ``module.``) and of a plain ``BatchNorm1d`` load too.
+
+    Args:
+        in_channels: features per node.
+        eps, momentum, affine, track_running_stats: as ``torch.nn.BatchNorm1d``.
+        allow_single_element: normalise a batch of one row by the running statistics (as in
+            eval mode) instead of failing; needs ``track_running_stats``. Default False.
+        device: as ``torch.nn.BatchNorm1d``.
+        **kwargs: further arguments of ``torch.nn.BatchNorm1d`` (e.g. ``dtype``).
+
     Example:
         >>> norm = BatchNorm(20)
         >>> norm(torch.randn(9746, 20)).shape
         torch.Size([9746, 20])
     """
+
+    def __init__(
+        self,
+        in_channels: int,
+        eps: float = 1e-5,
+        momentum: Optional[float] = 0.1,
+        affine: bool = True,
+        track_running_stats: bool = True,
+        allow_single_element: bool = False,
+        device: Optional[torch.device] = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__()
+        if allow_single_element and not track_running_stats:
+            raise ValueError(
+                "allow_single_element requires track_running_stats=True (a single row is "
+                "normalised by the running statistics)"
+            )
+        self.module = _FusedBatchNorm1d(
+            in_channels, eps, momentum, affine, track_running_stats, device=device, **kwargs
+        )
+        self.in_channels = in_channels
+        self.allow_single_element = allow_single_element
+
+    def reset_running_stats(self) -> None:
+        self.module.reset_running_stats()
+
+    def reset_parameters(self) -> None:
+        self.module.reset_parameters()
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.allow_single_element and x.size(0) <= 1:
+            # PyG: one row has no batch variance, so it is normalised as in eval mode.
+            m = self.module
+            return F.batch_norm(
+                x, m.running_mean, m.running_var, m.weight, m.bias, False, 0.0, m.eps
+            )
+        return self.module(x)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args) -> None:
+        for name in _STATE_NAMES:  # an old galfast or BatchNorm1d checkpoint: its keys renamed
+            if prefix + name in state_dict:
+                state_dict[f"{prefix}module.{name}"] = state_dict.pop(prefix + name)
+        super()._load_from_state_dict(state_dict, prefix, *args)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.module.extra_repr()})"
+
+
+class _FusedBatchNorm1d(torch.nn.BatchNorm1d):
+    """``torch.nn.BatchNorm1d`` on galfast's fused kernel where that applies (see
+    :class:`BatchNorm`)."""
 
     def forward(self, input: Tensor) -> Tensor:
         if not self._fused_applies(input):

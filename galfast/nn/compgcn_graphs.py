@@ -9,7 +9,7 @@ from typing import NamedTuple, Optional
 import torch
 from torch import Tensor
 
-from galfast.graph import Graph, _check_index, _count, _index_tensor
+from galfast.graph import Graph, _check_index, _count, _index_tensor, plain_tensor
 from galfast.nn._graph_input import csr_from_coo
 
 __all__ = ["CompGCNGraphs", "compgcn_graphs"]
@@ -65,6 +65,8 @@ def compgcn_graphs(
         num_relations: the number of relations, not counting inverses.
     """
     num_relations = _count("num_relations", num_relations)
+    # PyG's EdgeIndex has no storage of its own: read, and copy, the tensor it wraps.
+    data = plain_tensor(edge_index)
     hit = _CACHE.get(id(edge_index))
     if hit is not None:
         ref, version, copy, type_copy, key, graphs = hit
@@ -72,12 +74,12 @@ def compgcn_graphs(
             ref() is edge_index
             and version == edge_index._version
             and key == (num_nodes, num_relations)
-            and torch.equal(copy, edge_index)
+            and torch.equal(copy, data)
             and isinstance(edge_type, Tensor)
             and torch.equal(type_copy, edge_type)
         ):
             return graphs
-    checked, nodes = _check_index(edge_index, num_nodes)
+    checked, nodes = _check_index(data, num_nodes)
     types = _index_tensor("edge_type", edge_type)
     if types.shape != (checked.size(1),):
         raise ValueError(
@@ -97,7 +99,7 @@ def compgcn_graphs(
     _CACHE[key] = (
         weakref.ref(edge_index, lambda _: _CACHE.pop(key, None)),
         edge_index._version,
-        edge_index.clone(),
+        data.clone(),
         types.clone(),
         (num_nodes, num_relations),
         graphs,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor
@@ -11,8 +11,8 @@ from torch.nn import Parameter
 from torch.utils.checkpoint import checkpoint
 
 from galfast.graph import Graph
-from galfast.nn._graph_input import graph_and_order
-from galfast.nn._layer_checks import check_channels, check_features
+from galfast.nn._graph_input import layer_graph
+from galfast.nn._layer_checks import check_channels, check_features, node_counts
 from galfast.ops import nnconv_aggregate
 
 __all__ = ["NNConv"]
@@ -69,9 +69,10 @@ class NNConv(torch.nn.Module):
         bias: learn an additive bias. Default True.
 
     Shapes:
-        x ``[N, in_channels]``; ``edge_index_or_graph`` a ``[2, E]`` edge_index or a
-        :class:`~galfast.Graph`; ``edge_attr`` ``[E, D]`` following the edge_index columns (or
-        the Graph's CSR edge order) -> ``[N, out_channels]``.
+        x ``[N, in_channels]``; ``edge_index`` a ``[2, E]`` edge_index, a sparse ``adj_t``
+        ``[N, N]`` (its values are not used, as in PyG) or a :class:`~galfast.Graph`;
+        ``edge_attr`` ``[E, D]`` following the edge_index columns (an adj_t's stored entries,
+        the Graph's CSR edge order); ``size`` ``(N, N)`` (optional) -> ``[N, out_channels]``.
 
     Example:
         >>> edge_nn = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.ReLU(),
@@ -112,11 +113,18 @@ class NNConv(torch.nn.Module):
             torch.nn.init.zeros_(self.bias)
 
     def forward(
-        self, x: Tensor, edge_index_or_graph: Union[Tensor, Graph], edge_attr: Tensor
+        self,
+        x: Tensor,
+        edge_index: Union[Tensor, Graph, Any],
+        edge_attr: Optional[Tensor] = None,
+        size: Optional[tuple[int, int]] = None,
     ) -> Tensor:
         reference = self.lin.weight if self.root_weight else x
         check_features(x, self.in_channels, reference)
-        graph, order = graph_and_order(edge_index_or_graph, x.size(0))
+        _, num_nodes = node_counts(x, x, size, bipartite_input=False)
+        graph, _, order, _ = layer_graph(edge_index, num_nodes)
+        if edge_attr is None:  # PyG's edge network would fail on None deep inside
+            raise ValueError("NNConv needs edge_attr: the edge features its nn maps per edge")
         if not isinstance(edge_attr, Tensor) or edge_attr.size(0) != graph.num_edges:
             shape = list(edge_attr.shape) if isinstance(edge_attr, Tensor) else edge_attr
             raise ValueError(

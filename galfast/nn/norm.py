@@ -78,6 +78,20 @@ def _cacheable(graph: Graph, edge_weight: Optional[Tensor]) -> bool:
     )
 
 
+def _check_sym_degrees(deg: Tensor) -> Tensor:
+    """``deg``, after checking ChebConv's ``"sym"`` normalisation is defined for it: a negative
+    weighted degree (negative edge weights) has no :math:`d^{-1/2}`, so PyG's output would be
+    all NaN; say so rather than let a kernel blame the NaN weights that follow."""
+    if not torch.compiler.is_compiling() and bool((deg < 0).any()):
+        node = int((deg < 0).nonzero()[0])
+        raise ValueError(
+            f"normalization='sym' is undefined here: node {node} has a negative weighted "
+            f"out-degree ({float(deg[node]):g}, from negative edge weights), which has no "
+            "D^-1/2; use normalization='rw' or None, or non-negative edge weights"
+        )
+    return deg
+
+
 def _inv_sqrt(deg: Tensor) -> Tensor:
     scale = deg.pow(-0.5)
     return scale.masked_fill(scale == float("inf"), 0.0)
@@ -197,7 +211,7 @@ def cheb_norm(
         if normalization is None:
             off, diag = -weight, deg
         elif normalization == "sym":
-            scale = _inv_sqrt(deg)
+            scale = _inv_sqrt(_check_sym_degrees(deg))
             off, diag = -(scale[target.col] * weight * scale[target.row]), torch.ones_like(deg)
         else:
             inv = deg.reciprocal().masked_fill(deg == 0, 0.0)

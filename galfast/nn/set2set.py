@@ -39,8 +39,11 @@ class Set2Set(torch.nn.Module):
         **kwargs: further arguments of :class:`torch.nn.LSTM` (e.g. ``num_layers``).
 
     Shapes:
-        x ``[N, in_channels]``, ``batch`` ``[N]`` graph id of each node (int64) ->
-        ``[num_graphs, 2 * in_channels]``; a graph with no nodes gets :math:`r_t = 0`.
+        x ``[N, in_channels]``; ``index`` ``[N]`` graph id of each node (int64; None: one
+        graph), or ``ptr`` ``[num_graphs + 1]`` offsets of the graphs' node ranges in a sorted
+        batch (PyG's; here enough alone); ``dim_size`` the number of graphs (default: the
+        largest id + 1, or ``ptr``'s) -> ``[num_graphs, 2 * in_channels]``; a graph with no
+        nodes gets :math:`r_t = 0`. ``dim`` must be -2 (or 0), the node dimension.
 
     Example:
         >>> readout = Set2Set(4, processing_steps=3)
@@ -64,33 +67,57 @@ class Set2Set(torch.nn.Module):
     def reset_parameters(self) -> None:
         self.lstm.reset_parameters()
 
-    def forward(self, x: Tensor, batch: Tensor, num_graphs: Optional[int] = None) -> Tensor:
+    def forward(
+        self,
+        x: Tensor,
+        index: Optional[Tensor] = None,
+        ptr: Optional[Tensor] = None,
+        dim_size: Optional[int] = None,
+        dim: int = -2,
+    ) -> Tensor:
         if not isinstance(x, Tensor) or x.dim() != 2 or x.size(1) != self.in_channels:
             shape = list(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must be a [num_nodes, {self.in_channels}] tensor, got {shape}")
-        if not isinstance(batch, Tensor) or batch.shape != (x.size(0),):
-            raise ValueError(f"batch must be a [{x.size(0)}] tensor of graph ids (one per node)")
-        if batch.dtype not in (torch.int64, torch.int32):
-            raise ValueError(f"batch must hold int64 graph ids, got {batch.dtype}")
-        batch = batch.long()
-        if batch.numel() and int(batch.min()) < 0:
-            raise ValueError("batch holds a negative graph id")
-        if num_graphs is None:
-            num_graphs = int(batch.max()) + 1 if batch.numel() else 0
-        elif batch.numel() and int(batch.max()) >= num_graphs:
-            raise ValueError(f"batch holds graph id {int(batch.max())} >= num_graphs {num_graphs}")
+        if dim not in (-2, 0):
+            raise ValueError(f"Set2Set reduces x [num_nodes, features] over dim -2, got dim={dim}")
+        if ptr is not None:
+            if not isinstance(ptr, Tensor) or ptr.dim() != 1 or not ptr.numel():
+                raise ValueError("ptr must be a [num_graphs + 1] tensor of node offsets")
+            if dim_size is None:
+                dim_size = ptr.numel() - 1
+            elif dim_size != ptr.numel() - 1:
+                raise ValueError(f"dim_size is {dim_size} but ptr holds {ptr.numel() - 1} graphs")
+            if index is None:  # PyG asks for index too; ptr's node ranges give it
+                counts = ptr.diff()
+                if int(ptr[0]) != 0 or int(ptr[-1]) != x.size(0) or bool((counts < 0).any()):
+                    raise ValueError(f"ptr must rise from 0 to the {x.size(0)} nodes of x")
+                graphs = torch.arange(dim_size, device=ptr.device)
+                index = torch.repeat_interleave(graphs, counts)
+        if index is None:  # PyG: all nodes form one graph
+            index = torch.zeros(x.size(0), dtype=torch.long, device=x.device)
+        if not isinstance(index, Tensor) or index.shape != (x.size(0),):
+            raise ValueError(f"index must be a [{x.size(0)}] tensor of graph ids (one per node)")
+        if index.dtype not in (torch.int64, torch.int32):
+            raise ValueError(f"index must hold int64 graph ids, got {index.dtype}")
+        index = index.long()
+        if index.numel() and int(index.min()) < 0:
+            raise ValueError("index holds a negative graph id")
+        if dim_size is None:
+            dim_size = int(index.max()) + 1 if index.numel() else 0
+        elif index.numel() and int(index.max()) >= dim_size:
+            raise ValueError(f"index holds graph id {int(index.max())} >= dim_size {dim_size}")
         layers = self.lstm.num_layers
         state = (
-            x.new_zeros(layers, num_graphs, self.in_channels),
-            x.new_zeros(layers, num_graphs, self.in_channels),
+            x.new_zeros(layers, dim_size, self.in_channels),
+            x.new_zeros(layers, dim_size, self.in_channels),
         )
-        q_star = x.new_zeros(num_graphs, self.out_channels)
+        q_star = x.new_zeros(dim_size, self.out_channels)
         for _ in range(self.processing_steps):
             q, state = self.lstm(q_star.unsqueeze(0), state)
-            q = q.view(num_graphs, self.in_channels)
-            scores = (x * q[batch]).sum(dim=-1, keepdim=True)
-            attention = _segment_softmax(scores, batch, num_graphs)
-            readout = x.new_zeros(num_graphs, self.in_channels).index_add(0, batch, attention * x)
+            q = q.view(dim_size, self.in_channels)
+            scores = (x * q[index]).sum(dim=-1, keepdim=True)
+            attention = _segment_softmax(scores, index, dim_size)
+            readout = x.new_zeros(dim_size, self.in_channels).index_add(0, index, attention * x)
             q_star = torch.cat([q, readout], dim=-1)
         return q_star
 
