@@ -223,6 +223,14 @@ def test_tradeoff_bound_hand_computed():
         tradeoff_bound("a", torch.tensor([0, 2]), torch.tensor([1, 0]), radius=1.0)
     with pytest.raises(ValueError, match="both"):
         tradeoff_bound("a", torch.tensor([1, 1]), torch.tensor([1, 0]), radius=1.0)
+    a, y = torch.tensor([0, 1]), torch.tensor([1, 0])
+    # A negative or NaN C gave a bound; probabilities were truncated to class 0.
+    for bad in (-1.0, float("nan"), float("inf"), True):
+        with pytest.raises(ValueError, match="lipschitz must be a finite number >= 0"):
+            tradeoff_bound("a", a, y, radius=1.0, advantage=0.1, lipschitz=bad)
+    with pytest.raises(ValueError, match="y must hold integer class labels, got 0.5"):
+        tradeoff_bound("a", a, torch.tensor([0.5, 0.25]), radius=1.0)
+    assert tradeoff_bound("a", a.float(), y.double(), radius=1.0).delta_y_given_a == 1.0
 
 
 def test_audit_reports_the_bound_when_task_labels_are_given():
@@ -319,8 +327,20 @@ def test_bad_audit_inputs():
         (dict(test_idx=torch.tensor([0.5])), "integer"),
         (dict(epochs=0), "epochs"),
         (dict(min_steps=-1), "min_steps"),
-        (dict(lr=float("nan")), "lr finite"),  # NaN passed `lr <= 0` and reached Adam
-        (dict(lr=float("inf")), "lr finite"),
+        (dict(lr=float("nan")), "lr must be a finite"),  # NaN passed `lr <= 0`, reached Adam
+        (dict(lr=float("inf")), "lr must be a finite"),
+        (dict(epochs=1.5), "epochs must be an int"),  # a raw TypeError in range()
+        (dict(batch_size=True), "batch_size must be an int"),
+        # Seeds outside [0, 2**64) aliased others (-1 ran as 2**64 - 1); 1.5 ran as 1.
+        (dict(seed=-1), "seed must be an int in"),
+        (dict(seed=1.5), "seed must be an int in"),
+        (dict(seed=2**64), "seed must be an int in"),
+        (dict(seed=False), "seed must be an int in"),
+        (dict(task_labels=a.float(), task_lipschitz=-1.0), "task_lipschitz must be"),
+        (dict(task_labels=a.float(), task_lipschitz=float("nan")), "task_lipschitz must be"),
+        # Probabilities were cast to class 0 by .long(): a bound from made-up labels.
+        (dict(task_labels=torch.full((20,), 0.7)), "task_labels must hold integer"),
+        (dict(task_labels=torch.full((20,), float("nan"))), "task_labels must hold integer"),
         (dict(embeddings=torch.full((20, 2), float("nan"))), "NaN"),
         (dict(embeddings=torch.zeros(20)), "num_nodes, D"),
         (dict(embeddings=torch.zeros(20, 2, dtype=torch.long)), "floating"),
@@ -345,6 +365,33 @@ def test_bad_audit_inputs():
         call.update(override)
         with pytest.raises(ValueError, match=match):
             audit(**call)
+
+
+def test_half_precision_embeddings_are_audited_as_float32():
+    # float16 failed with a misleading "attacker's scores hold NaN", bfloat16 a raw TypeError.
+    z, a = _leaky(n=40)
+    z = z.half().float()  # values exact in float16 (and nearly so in bfloat16)
+    kwargs = dict(train_idx=torch.arange(28), test_idx=torch.arange(28, 40), attacks=("node",))
+    attr = SensitiveAttribute("a", "binary", a)
+    for dtype in (torch.float16, torch.bfloat16):
+        got = audit(z.to(dtype), attr, seeds=1, epochs=1, min_steps=5, workers=1, **kwargs)
+        want = audit(z.to(dtype).float(), attr, seeds=1, epochs=1, min_steps=5, workers=1, **kwargs)
+        assert got.to_json() == want.to_json()
+
+
+def test_an_attribute_edited_after_construction_is_refused():
+    z, a = _leaky(n=20)
+    values = a.clone()
+    attr = SensitiveAttribute("a", "binary", values)
+    values[0] = 7  # binary: the attacker's metrics would be scored against a class 7
+    kwargs = dict(train_idx=torch.arange(10), test_idx=torch.arange(10, 20), attacks=("node",))
+    with pytest.raises(ValueError, match="SensitiveAttribute 'a'.values was modified in place"):
+        audit(z, attr, seeds=1, epochs=1, **kwargs)
+    # An edit the version counter misses (through .data) still may not reach the metrics.
+    alpha = SensitiveAttribute("alpha", "continuous", torch.randn(20))
+    alpha.values.data[3] = float("nan")
+    with pytest.raises(ValueError, match="alpha: the known values hold NaN"):
+        audit(z, alpha, seeds=1, epochs=1, **kwargs)
 
 
 @pytest.mark.cuda
@@ -375,3 +422,6 @@ def test_audit_split_holds_out_a_seeded_fifth_of_the_labelled_nodes():
     assert audit_split(nodes[:2], seed=0)[1].numel() == 1  # at least one test node
     with pytest.raises(ValueError, match="test_fraction"):
         audit_split(nodes, seed=0, test_fraction=1.0)
+    for seed in (-1, 1.5, 2**64):
+        with pytest.raises(ValueError, match="seed must be an int in"):
+            audit_split(nodes, seed=seed)

@@ -135,16 +135,16 @@ def test_adversary_schedule_reaches_the_trainer_and_names_its_own_run_file(tmp_p
 
     monkeypatch.setattr(planetoid, "GALTrainer", Spy)
     base = ["sweep", *TINY_GRAPH, "--seeds", "1", "--lam", "1", "--distance", "tv"]
-    schedule = ["--adv-every", "3", "--adv-schedule", "instead", "--pretrain-epochs", "1"]
+    schedule = ["--adv-every", "2", "--adv-schedule", "instead", "--pretrain-epochs", "1"]
     assert main([*base, "--out", str(tmp_path)]) == 0
     assert main([*base, *schedule, "--out", str(tmp_path)]) == 0
     assert seen == [
         {"adv_every": 1, "adv_schedule": "after", "pretrain_epochs": 0},
-        {"adv_every": 3, "adv_schedule": "instead", "pretrain_epochs": 1},
+        {"adv_every": 2, "adv_schedule": "instead", "pretrain_epochs": 1},
     ]
     names = sorted(p.name for p in (tmp_path / "runs").glob("*.json"))
     assert names == [
-        "synthetic-graph-gcn-node-tv-lam1-adv3instead-pre1-seed0.json",
+        "synthetic-graph-gcn-node-tv-lam1-adv2instead-pre1-seed0.json",
         "synthetic-graph-gcn-node-tv-lam1-seed0.json",
     ]
 

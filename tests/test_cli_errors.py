@@ -184,7 +184,7 @@ def test_a_truncated_sweep_run_file_is_named_and_trained_again(tmp_path, capsys,
     capsys.readouterr()
     assert main([*argv, "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert f"note: {run_file} is not a run record" in out
+    assert f"note: {run_file} is not a valid run record" in out
     assert "1 run(s) trained" in out
     json.loads(run_file.read_text())  # rewritten whole
 
@@ -195,7 +195,7 @@ def test_a_run_file_of_the_wrong_shape_is_trained_again(tmp_path, capsys):
     (run_file,) = (tmp_path / "runs").iterdir()
     run_file.write_text("[1, 2]")
     assert main([*argv, "--out", str(tmp_path)]) == 0
-    assert "fields missing" in capsys.readouterr().out
+    assert "(a JSON list, not an object)" in capsys.readouterr().out
 
 
 @pytest.fixture
@@ -254,6 +254,10 @@ def test_a_truncated_torch_file_is_named(audit_files, capsys):
         ("graph", torch.tensor([[0, 1], [1, 99]]), "node ids must lie in [0, 20)"),
         ("graph", torch.zeros(3, 4, dtype=torch.long), "[2, E] integer"),
         ("graph", {"edges": 1}, "not a tensor"),
+        ("z", torch.full((20, 3), 1e38) * torch.randn(20, 3).sign(), "overflow the attackers'"),
+        ("labels", torch.tensor([10**12] + [0, 1] * 9 + [0]), "number the classes 0..K-1"),
+        ("graph", torch.zeros(2, 0, dtype=torch.long), "every neighbor walk would fail"),
+        ("graph", torch.arange(20).repeat(2, 1), "every neighbor walk would fail"),
     ],
 )
 def test_audit_inputs_of_the_wrong_shape_are_named(audit_files, which, value, message, capsys):
@@ -280,12 +284,15 @@ def test_audit_unwritable_json_fails_before_the_audit(audit_files, capsys, monke
     "argv",
     [
         ["audit", "z.pt", "--labels", "l.pt", "--seed", "-1"],
+        ["audit", "z.pt", "--labels", "l.pt", "--seed", str(2**64)],
         ["tsne", "--max-points", "0"],
         ["demo", "--epochs", "0"],
         ["sweep", "--out", "o", "--lam", ""],
         ["sweep", "--out", "o", "--distance", ""],
         ["run", "--attacks", ""],
         ["run", "--encoder", "mlp"],
+        ["audit", "z.pt", "--labels", "l.pt", "--name", ""],
+        ["sweep", "--out", "o", "--lam", "0,-0"],  # equal once -0 is read as 0
     ],
 )
 def test_bad_numbers_and_empty_lists_are_argument_errors(argv, capsys):
@@ -294,3 +301,126 @@ def test_bad_numbers_and_empty_lists_are_argument_errors(argv, capsys):
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert "Traceback" not in err and f"galfast {argv[0]}: error:" in err
+
+
+def test_a_file_torch_cannot_load_is_named_in_one_clean_line(audit_files, capsys):
+    numpy = pytest.importorskip("numpy")
+    numpy.save(audit_files / "labels.npy", numpy.arange(20) % 2)
+    assert main(audit_argv(audit_files, labels="labels.npy")) == 2
+    line = one_error_line(capsys, "audit")
+    assert line.endswith("labels.npy' is not a tensor saved with torch.save (or it is truncated)")
+    assert "weights_only" not in line  # no hint at loading it unsafely
+
+
+def test_sparse_audit_inputs_are_read_as_the_dense_tensors_they_stand_for(audit_files, capsys):
+    for name in ("z", "labels", "g"):
+        torch.save(torch.load(audit_files / f"{name}.pt").to_sparse(), audit_files / f"s{name}.pt")
+    argv = audit_argv(audit_files, z="sz.pt", labels="slabels.pt", graph="sg.pt")
+    assert main([*argv, "--strength", "fast"]) == 0
+    assert "attribute (binary)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("special", ["fifo", "device"])
+def test_an_out_path_that_is_no_regular_file_is_refused_before_training(
+    special, tmp_path, capsys, no_training
+):
+    import os
+    import stat
+
+    path = tmp_path / "fifo"
+    if special == "fifo":
+        os.mkfifo(path)
+    else:
+        path = "/dev/null"
+    assert main(["run", *TINY, "--out", str(path)]) == 2
+    assert "is not a regular file" in one_error_line(capsys, "run")
+    mode = os.stat(path).st_mode
+    assert stat.S_ISFIFO(mode) if special == "fifo" else stat.S_ISCHR(mode)  # left as it was
+
+
+def test_a_run_file_path_that_is_a_folder_is_refused_before_training(tmp_path, capsys, no_training):
+    (tmp_path / "runs" / "synthetic-graph-gcn-node-tv-lam0-seed0.json").mkdir(parents=True)
+    argv = ["sweep", *TINY, "--lam", "0", "--distance", "tv", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert "lam0-seed0.json is a folder" in one_error_line(capsys, "sweep")
+
+
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        (["test_fraction=0"], "0 test edge(s)"),
+        (["avg_degree=0.2"], "0 test edge(s)"),
+        (["avg_degree=0"], "0 training edge(s)"),
+        (["num_nodes=6", "avg_degree=1"], "0 test edge(s)"),
+        (["avg_degree=1e9"], "exceeds num_nodes - 1 = 59"),
+        (["num_nodes=5"], "avg_degree=8.0 exceeds num_nodes - 1 = 4"),
+    ],
+)
+def test_a_link_split_that_cannot_train_or_score_is_refused(options, message, capsys, no_training):
+    extra = [arg for option in options for arg in ("--option", option)]
+    assert main(["run", *TINY, *extra]) == 2
+    line = one_error_line(capsys, "run")
+    assert line.startswith("galfast run: error: --option: ") and message in line
+
+
+def test_bundled_cora_without_test_edges_is_refused(capsys, no_training):
+    assert main(["run", "--option", "test_fraction=0", "--seeds", "1", "--quiet"]) == 2
+    assert "cora link split holds 5015 training edge(s), 0 test edge(s)" in one_error_line(
+        capsys, "run"
+    )
+
+
+@pytest.mark.parametrize("fraction", ["0", "0.001"])
+def test_a_rating_split_without_test_ratings_is_refused(fraction, capsys, no_training):
+    argv = ["run", *TINY[6:], "--dataset", "synthetic-movielens", "--option", "num_users=50"]
+    argv += ["--option", "num_movies=30", "--option", "num_ratings=500"]
+    assert main([*argv, "--option", f"test_fraction={fraction}"]) == 2
+    assert "500 training and 0 test rating(s)" in one_error_line(capsys, "run")
+
+
+@pytest.mark.parametrize(
+    "command, schedule, option",
+    [
+        ("run", ["--pretrain-epochs", "1"], "--pretrain-epochs"),
+        ("run", ["--adv-every", "1000"], "--adv-every"),
+        ("sweep", ["--adv-every", "2"], "--adv-every"),  # lambda 0 first, 5 refused all the same
+    ],
+)
+def test_a_defence_without_adversary_steps_is_refused(
+    command, schedule, option, capsys, tmp_path, no_training
+):
+    lam = ["--lam", "5"] if command == "run" else ["--lam", "0,5", "--out", str(tmp_path)]
+    assert main([command, *TINY, *lam, *schedule]) == 2  # TINY trains one epoch of one step
+    line = one_error_line(capsys, command)
+    assert line.startswith(f"galfast {command}: error: {option}: ")
+    assert "lambda=5 would train no defence" in line
+
+
+def test_no_defence_needs_no_adversary_step(monkeypatch):
+    def started(config, progress):
+        raise KeyboardInterrupt  # the run got past the checks: that is all this test asks
+
+    monkeypatch.setattr(run_module, "run_experiment", started)
+    assert main(["run", *TINY, "--lam", "0", "--pretrain-epochs", "1"]) == 130
+
+
+@pytest.mark.parametrize("epochs", ["1", "3"])  # NaN embeddings; a NaN loss in epoch 2
+def test_a_diverged_training_is_one_line_naming_lambda(epochs, capsys):
+    assert main(["run", *TINY, "--lam", "1e20", "--attacks", "node", "--epochs", epochs]) == 2
+    line = one_error_line(capsys, "run")
+    assert line.startswith("galfast run: error: training diverged at lambda=1e+20 (")
+    assert line.endswith(
+        " not finite at epoch 2); try a smaller --lam"
+        if epochs == "3"
+        else "(non-finite embeddings); try a smaller --lam"
+    )
+
+
+def test_a_diverged_training_without_defence_suggests_no_lambda():
+    from galfast.cli.errors import error_line
+    from galfast.experiments import TrainingDiverged
+
+    assert error_line(TrainingDiverged(0.0, "non-finite test rmse")) == (
+        "training diverged at lambda=0 (non-finite test rmse)"
+    )
+    assert error_line(ValueError("a bug")) is None  # keeps its traceback

@@ -11,7 +11,7 @@ import torch
 from galfast.cli import build_parser, main
 from galfast.cli import plots as plots_module
 from galfast.cli import tsne as tsne_module
-from galfast.cli.files import atomic_write, write_json
+from galfast.cli.files import atomic_write, check_writable, write_json
 from galfast.datasets import load
 from galfast.experiments import ConfigError, ExperimentConfig
 from galfast.train import GALConfig
@@ -124,6 +124,26 @@ def test_atomic_write_leaves_the_old_file_on_failure(tmp_path):
         atomic_write(target, fail)
     assert json.loads(target.read_text()) == {"a": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]  # no temporary file left
+
+
+def test_a_symlinked_output_writes_its_target_and_keeps_the_link(tmp_path):
+    (tmp_path / "elsewhere").mkdir()
+    link = tmp_path / "r.json"
+    link.symlink_to(tmp_path / "elsewhere" / "target.json")  # dangling until written
+    check_writable(link, "--out")
+    write_json(link, {"a": 1})
+    write_json(link, {"a": 2})
+    assert link.is_symlink()
+    assert json.loads((tmp_path / "elsewhere" / "target.json").read_text()) == {"a": 2}
+    assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["target.json"]
+
+
+def test_json_writes_a_non_finite_float_as_null(tmp_path):
+    write_json(tmp_path / "r.json", {"task": {"rmse": float("nan")}, "x": [float("inf"), 1.5]})
+    assert json.loads((tmp_path / "r.json").read_text()) == {
+        "task": {"rmse": None},
+        "x": [None, 1.5],
+    }
 
 
 def test_pairing_past_the_walk_limit_fails_at_construction():

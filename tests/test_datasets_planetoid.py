@@ -158,6 +158,16 @@ def test_unpickler_refuses_foreign_globals(tmp_path):
         ("graph", {0: [NUM_NODES + 3]}, "refers to nodes outside"),
         ("ally", np.zeros(4), "2-D one-hot"),
         ("allx", np.zeros((3, 3)), "scipy sparse"),
+        # A neighbour "x" was a ValueError naming no file; 1.7 was truncated to node 1.
+        ("graph", {0: [1, "x"]}, r"ind.citeseer.graph must map integer node ids"),
+        ("graph", {0: [1, 1.7]}, r"ind.citeseer.graph must map integer node ids"),
+        ("graph", {0.5: [1]}, r"ind.citeseer.graph must map integer node ids"),
+        ("graph", {0: 1}, r"ind.citeseer.graph must map integer node ids"),
+        # Labels were the argmax of any row: NaN, multi-hot and all-2 rows made up classes.
+        ("ally", _one_hot(np.zeros(NUM_ALL, dtype=int)) * np.nan, "ally must hold one-hot"),
+        ("ally", np.ones((NUM_ALL, NUM_CLASSES)), "ally must hold one-hot"),
+        ("ally", np.full((NUM_ALL, NUM_CLASSES), 2), "ally must hold one-hot"),
+        ("ty", np.full((37, NUM_CLASSES), 0.5), "ty must hold one-hot"),
     ],
 )
 def test_inconsistent_files_raise(tmp_path, part, replacement, message):
@@ -165,6 +175,16 @@ def test_inconsistent_files_raise(tmp_path, part, replacement, message):
     _dump(tmp_path / f"ind.citeseer.{part}", replacement)
     with pytest.raises(ValueError, match=message):
         read_planetoid_raw(tmp_path, "citeseer")
+
+
+def test_rows_without_a_one_are_unknown_labels(tmp_path):
+    write_planetoid(tmp_path)
+    ally = _one_hot(np.zeros(NUM_ALL, dtype=int))
+    ally[7] = 0  # no label (as CiteSeer has): recorded as unknown, not as class 0
+    _dump(tmp_path / "ind.citeseer.ally", ally)
+    labels = read_planetoid_raw(tmp_path, "citeseer").labels
+    assert labels[7] == -1 and labels[6] == 0
+    assert all(labels[node] == -1 for node in NO_ROW)  # ids without a test row, likewise
 
 
 def test_test_index_must_follow_allx(tmp_path):

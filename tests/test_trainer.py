@@ -16,6 +16,7 @@ from galfast.train import (
     EvaluateEvery,
     GraphBatches,
     GraphHead,
+    LossDiverged,
     NodeBatch,
     NodeBatches,
     NodeHead,
@@ -336,6 +337,58 @@ def test_load_checkpoint_rejects_other_settings(data, tmp_path):
     assert ok.epoch == 1
 
 
+def test_a_file_that_is_no_checkpoint_is_named(data, tmp_path):
+    # A dict without 'config' gave a bare KeyError: 'config'.
+    torch.save({"format": 1}, tmp_path / "partial.pt")
+    torch.save(torch.zeros(2), tmp_path / "tensor.pt")
+    head, attacker = NodeHead(nn.Linear(4, 2)), AttackerMLP(4, 3)
+    for name, match in [
+        ("partial.pt", "it lacks config, encoder"),
+        ("tensor.pt", "it holds a Tensor"),
+    ]:
+        path = tmp_path / name
+        with pytest.raises(ValueError, match=f"{name} is not a GALTrainer checkpoint: {match}"):
+            GALTrainer.resume(path, MeanEncoder(8), head, attacker, task_loss=classification_loss)
+        with pytest.raises(ValueError, match="not a GALTrainer checkpoint"):
+            _trainer(data).load_checkpoint(path)
+    state = _trainer(data).state_dict()
+    with pytest.raises(ValueError, match="format 2; this version reads format 1"):
+        _trainer(data).load_state_dict({**state, "format": 2})
+
+
+def test_a_non_finite_task_loss_stops_fit_naming_epoch_and_step(data):
+    y = data.y.float()
+    y[data.train[5]] = float("nan")  # in the second batch of 4
+    torch.manual_seed(0)
+    trainer = GALTrainer(
+        MeanEncoder(data.x.size(1), 8, 4),
+        NodeHead(nn.Linear(4, 1)),
+        task_loss=regression_loss,
+        lam=0.0,
+    )
+    batches = NodeBatches(data.train, y[data.train], batch_size=4, shuffle=False)
+    with pytest.raises(LossDiverged, match="task loss became nan at epoch 1 step 2 ") as caught:
+        trainer.fit(data.graph, batches, epochs=3, x=data.x, progress=False)
+    assert isinstance(caught.value, ValueError)
+    assert (caught.value.epoch, caught.value.step) == (1, 2) and not trainer.history.to_list()
+
+
+def test_a_diverging_adversary_stops_fit_naming_its_attribute(data):
+    class NaNAttacker(nn.Linear):
+        def forward(self, z):
+            return super().forward(z) * float("nan")
+
+    # One batch: the task step runs before the adversary's NaN reaches the encoder.
+    trainer = _trainer(data, attacker=NaNAttacker(4, 3))
+    with pytest.raises(LossDiverged, match="adversary loss of 'a' became nan at epoch 1 step 1"):
+        trainer.fit(data.graph, _batches(data), _attr(data), epochs=2, x=data.x, progress=False)
+    # lam far too large: the adversary's steps blow the encoder up.
+    with pytest.raises(LossDiverged, match="try a smaller lam or lr"):
+        _trainer(data, lam=1e30).fit(
+            data.graph, _batches(data, 8), _attr(data), epochs=3, x=data.x, progress=False
+        )
+
+
 def test_fit_continues_up_to_the_total_epoch_count(data):
     trainer = _trainer(data)
     args = (data.graph, _batches(data), _attr(data))
@@ -454,6 +507,9 @@ def test_fit_on_cuda_matches_shapes(data):
         (dict(lr=0.0), "lr must be"),
         (dict(clip=-1.0), "clip"),
         (dict(seed=-3), "seed"),
+        (dict(seed=2**64), "seed must be an int in"),  # derive_seed kept 64 bits: seed 0's run
+        (dict(seed=1.5), "seed must be an int in"),
+        (dict(seed=True), "seed must be an int in"),
         (dict(optimizer="lbfgs-ish"), "optimizer"),
         (dict(walk_mode="random"), "walk_mode"),
     ],
@@ -589,6 +645,15 @@ def test_node_ids_outside_the_graph_name_the_argument(data):
     batches = NodeBatches(torch.tensor([0, n]), torch.zeros(2, dtype=torch.long))
     with pytest.raises(ValueError, match=f"node id {n} but the graph has {n} nodes"):
         _trainer(data).fit(data.graph, batches, epochs=1, x=data.x, progress=False)
+
+
+def test_an_attribute_edited_after_construction_is_refused(data):
+    # Checked once when built: a class id set to 9 since gave a raw IndexError in the loss.
+    values = data.a.clone()
+    attr = SensitiveAttribute("a", "categorical", values)
+    values[0] = 9
+    with pytest.raises(ValueError, match="SensitiveAttribute 'a'.values was modified in place"):
+        _trainer(data).fit(data.graph, _batches(data), attr, epochs=1, x=data.x, progress=False)
 
 
 def test_non_finite_x_is_refused(data):

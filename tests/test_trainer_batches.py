@@ -1,5 +1,6 @@
 """Ready-made task batches: node, link (negative sampling), rating and graph mini-batches."""
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -19,6 +20,13 @@ def test_node_batches_cover_every_node_once_per_epoch():
         assert torch.equal(b.y, b.nodes * 2)
     full = list(NodeBatches(nodes, y, shuffle=False))
     assert len(full) == 1 and torch.equal(full[0].nodes, nodes)
+
+
+def test_node_batches_take_lists_and_arrays():
+    # A list of ids was an AttributeError ('list' object has no attribute 'dim').
+    batches = NodeBatches([3, 1], np.array([0, 1]), shuffle=False)
+    (batch,) = batches
+    assert batch.nodes.tolist() == [3, 1] and batch.y.tolist() == [0, 1]
 
 
 def test_shuffles_follow_torch_seed():
@@ -76,6 +84,9 @@ def test_rating_batches_map_ratings_to_levels():
         (lambda: NodeBatches(torch.arange(3), torch.zeros(4)), "rows"),
         (lambda: NodeBatches(torch.arange(3), torch.zeros(3), batch_size=0), "batch_size"),
         (lambda: NodeBatches(torch.zeros(3), torch.zeros(3)), "int64"),
+        (lambda: NodeBatches([0.5, 1.0], torch.zeros(2)), "int64"),
+        (lambda: NodeBatches(["a", "b"], torch.zeros(2)), "nodes must be a tensor"),
+        (lambda: NodeBatches(torch.arange(2), torch.tensor(0.0)), "0 rows for 2 nodes"),
     ],
 )
 def test_bad_batch_inputs(make, match):

@@ -67,8 +67,9 @@ def test_bad_arguments_are_refused():
         GraphBatches(ds, torch.zeros(4))
     with pytest.raises(ValueError, match="outside"):
         GraphBatches(ds, torch.zeros(5), index=torch.tensor([5]))
-    with pytest.raises(ValueError, match="seed"):
-        GraphBatches(ds, torch.zeros(5), seed=1.5)
+    for seed in (1.5, -1, 2**64):  # -1 drew seed 2**64 - 1's orders, 2**64 seed 0's
+        with pytest.raises(ValueError, match="seed must be an int in"):
+            GraphBatches(ds, torch.zeros(5), seed=seed)
     with pytest.raises(ValueError, match="collections"):
         GraphBatches([], torch.zeros(0), transform=complete_graph)
 

@@ -83,5 +83,6 @@ def test_bad_arguments():
         OneToNBatches(torch.zeros(3, 3), 4)
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         OneToNBatches(queries, 0)
-    with pytest.raises(ValueError, match="seed must be a non-negative int"):
-        OneToNBatches(queries, 4, seed=-1)
+    for seed in (-1, 2**64, 1.5):  # 2**64 drew seed 0's orders
+        with pytest.raises(ValueError, match="seed must be an int in"):
+            OneToNBatches(queries, 4, seed=seed)

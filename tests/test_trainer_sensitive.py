@@ -1,5 +1,10 @@
 """SensitiveAttribute: validation with clear errors, and the known nodes it resolves to."""
 
+import copy
+import pickle
+from math import nan
+
+import numpy as np
 import pytest
 import torch
 
@@ -64,6 +69,27 @@ def test_multilabel_and_continuous_targets_are_2d_float():
             "num_classes",
         ),
         (dict(name="g", kind="binary", values=torch.tensor([0, 1]), num_classes=2), "categorical"),
+        # nan and 2.5 passed the comparison with the largest value; '3' was a raw TypeError.
+        (
+            dict(name="g", kind="categorical", values=torch.tensor([0, 1]), num_classes=nan),
+            "num_classes must be an int, got nan",
+        ),
+        (
+            dict(name="g", kind="categorical", values=torch.tensor([0, 1]), num_classes=2.5),
+            "num_classes must be an int",
+        ),
+        (
+            dict(name="g", kind="categorical", values=torch.tensor([0, 1]), num_classes="3"),
+            "num_classes must be an int",
+        ),
+        (
+            dict(name="g", kind="categorical", values=torch.tensor([0, 1]), num_classes=True),
+            "num_classes must be an int",
+        ),
+        (
+            dict(name="g", kind="categorical", values=torch.tensor([0, 0]), num_classes=1),
+            "at least 2",
+        ),
         (dict(name="g", kind="multilabel", values=torch.tensor([0, 1])), "matrix"),
         (dict(name="g", kind="multilabel", values=torch.tensor([[0, 3]])), "0 or 1"),
         (dict(name="g", kind="continuous", values=torch.tensor([1, 2])), "float"),
@@ -139,3 +165,51 @@ def test_attribute_lists():
         as_attribute_list([])
     with pytest.raises(ValueError, match="SensitiveAttribute"):
         as_attribute_list([a, "b"])
+
+
+def test_num_classes_takes_any_integer_type():
+    values = torch.tensor([0, 2])
+    for count in (3, np.int64(3), torch.tensor(3)):
+        attr = SensitiveAttribute("g", "categorical", values, num_classes=count)
+        assert attr.num_classes == 3 and type(attr.num_classes) is int
+
+
+@pytest.mark.parametrize(
+    "kind, field, edit",
+    [
+        ("binary", "values", 7),
+        ("binary", "values", -1),
+        ("categorical", "values", 9),  # beyond num_classes: a raw IndexError in the loss
+        ("continuous", "values", nan),  # NaN metrics
+        ("binary", "index", -5),
+        ("binary", "mask", False),
+    ],
+)
+def test_in_place_edits_after_construction_are_refused(kind, field, edit):
+    values = torch.tensor([0.5, 1.5, 2.5]) if kind == "continuous" else torch.tensor([0, 1, 1])
+    extra = dict(num_classes=3) if kind == "categorical" else {}
+    if field == "index":
+        extra["index"] = torch.tensor([0, 1, 2])
+    if field == "mask":
+        extra["mask"] = torch.tensor([True, True, True])
+    attr = SensitiveAttribute("g", kind, values, **extra)
+    attr.known(3)
+    getattr(attr, field)[0] = edit
+    with pytest.raises(ValueError, match=f"SensitiveAttribute 'g'.{field} was modified in place"):
+        attr.known(3)
+
+
+def test_copies_are_checked_afresh_and_inference_tensors_accepted():
+    attr = SensitiveAttribute("g", "binary", torch.tensor([0, 1]))
+    attr.values.add_(0)  # bumps the version: the original is refused from now on
+    with pytest.raises(ValueError, match="modified in place"):
+        attr.known(2)
+    # A copy's tensors start new version counters: it is checked again instead.
+    for copied in (pickle.loads(pickle.dumps(attr)), copy.deepcopy(attr)):
+        assert copied.known(2).targets.tolist() == [0, 1]
+    attr.values[0] = 7
+    with pytest.raises(ValueError, match="0 or 1"):
+        copy.deepcopy(attr)
+    with torch.inference_mode():
+        values = torch.tensor([1, 0])  # keeps no version counter
+    assert SensitiveAttribute("g", "binary", values).known(2).targets.tolist() == [1, 0]

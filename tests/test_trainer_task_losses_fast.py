@@ -50,7 +50,14 @@ def test_few_classes_take_the_transposed_softmax(monkeypatch):
     assert shapes == [(1, 5, 64), (64, 40)]
 
 
-def test_a_class_id_out_of_range_still_raises():
-    target = torch.tensor([0, 5])
-    with pytest.raises((IndexError, RuntimeError)):
-        rating_cross_entropy(torch.randn(2, 5), RatingBatch(target, target, target, target.float()))
+@pytest.mark.parametrize("classes", [5, 40])  # the transposed softmax and the plain one
+@pytest.mark.parametrize("bad", [-1, 40])
+def test_a_class_id_out_of_range_is_a_value_error_naming_it(classes, bad):
+    # Was ATen's raw IndexError ("Target 5 is out of bounds.") from deep inside the loss.
+    target = torch.tensor([0, bad])
+    with pytest.raises(ValueError, match=rf"batch.level must hold class ids in \[0, {classes}\)"):
+        rating_cross_entropy(
+            torch.randn(2, classes), RatingBatch(target, target, target, target.float())
+        )
+    with pytest.raises(ValueError, match=f"batch.y must hold .*Target {bad} is out of bounds"):
+        classification_loss(torch.randn(2, classes), NodeBatch(target, target))

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict
+from numbers import Real
 from typing import Any, Callable, Optional, Union
 
 import numpy as np
@@ -13,7 +15,7 @@ from tqdm.auto import tqdm
 
 from galfast._dtypes import all_finite
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict, training_epochs
-from galfast.audit.bounds import TradeoffBound, tradeoff_bound
+from galfast.audit.bounds import TradeoffBound, check_lipschitz, integer_labels, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
 from galfast.audit.classic import CLASSIC_FAMILIES
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
@@ -38,7 +40,7 @@ from galfast.gal.pairing import (
     pair_nodes,
     parse_pairing,
 )
-from galfast.gal.seeding import derive_seed
+from galfast.gal.seeding import check_seed, derive_seed
 from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
 
@@ -63,6 +65,26 @@ def _as_index(name: str, idx: IndexLike, num_nodes: int) -> Tensor:
     if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= num_nodes):
         raise ValueError(f"{name} holds node ids outside [0, {num_nodes})")
     return torch.unique(idx)
+
+
+def _count(name: str, value: object, minimum: int) -> int:
+    """``value`` as an int; ValueError naming ``name`` unless it is an integer (not a bool, nor
+    a float such as 1.5) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
+    return int(value)
+
+
+def _max_fits(attributes: int, pairings, fast, strong, seeds: int, trials: int) -> int:
+    """At most how many attacker fits an audit runs: per attribute and attack, ``seeds`` for
+    each fixed family and each strong family that applies, the tuned ones searching up to
+    ``trials - 1`` more configurations."""
+    per_attribute = 0
+    for pairing in pairings:
+        applicable = [f for f in strong if applies(f, pairing.hops)]
+        tuned = sum(f not in CLASSIC_FAMILIES for f in applicable)
+        per_attribute += (len(fast) + len(applicable)) * seeds + tuned * (trials - 1)
+    return attributes * per_attribute
 
 
 def _split(known: KnownValues, idx: Tensor) -> tuple[Tensor, Tensor]:
@@ -133,7 +155,8 @@ def audit(
       node attack, ``[z_v, (P^n Z)_v]`` on neighbourhood attacks.
 
     Args:
-        embeddings: ``[num_nodes, D]`` frozen embeddings (detached; audited where they are).
+        embeddings: ``[num_nodes, D]`` frozen embeddings (detached; audited where they are;
+            float16 and bfloat16 ones are read as float32).
         sensitive: a :class:`~galfast.gal.SensitiveAttribute` or a sequence of them.
         train_idx, test_idx: the attacker's split: node ids (or bool masks); nodes where an
             attribute is unknown are skipped for it. Must be disjoint.
@@ -148,14 +171,15 @@ def audit(
         task_labels: optional ``[num_nodes]`` binary task labels Y (negative = unknown);
             adds the paper's trade-off lower bound for every binary attribute
             (:class:`~galfast.audit.TradeoffBound`, assumptions there).
-        task_lipschitz: the task head's Lipschitz constant C for that bound, when known.
+        task_lipschitz: the task head's Lipschitz constant C >= 0 for that bound, when known.
         epochs, batch_size, lr: attacker training (Adam; the paper's MovieLens attacker:
             30 epochs, batches of 256).
         min_steps: attackers train for more epochs when ``epochs`` would give fewer
             optimizer steps than this (small splits would otherwise leave them unconverged,
             understating the leak).
         walk_mode: ``sample_nhop``'s mode for the walks.
-        seed: base seed; seed k of the run uses keys derived from (seed, k).
+        seed: base seed, an int in ``[0, 2**64)``; seed k of the run uses keys derived from
+            (seed, k).
         progress: show a tqdm bar.
         strength: ``"fast"`` (``attackers`` only) or ``"strong"`` (``attackers`` plus every
             strong family).
@@ -164,10 +188,11 @@ def audit(
             pools; torch's count is restored after). The attackers are small, so one thread
             is fastest, and far faster on a shared machine.
         workers: independent attacker fits run side by side (each with ``threads``
-            intra-op threads), in forked processes on Linux for CPU embeddings (before CUDA
-            is initialised), else on threads; the results do not depend on it, since every
-            fit is keyed by its own seed. ``None``: the usable cores, at most 8 processes
-            or 2 threads.
+            intra-op threads), in forked processes on Linux for CPU embeddings with
+            ``threads=1`` (before CUDA is initialised), else on threads; the results do not
+            depend on it, since every fit is keyed by its own seed. ``None``: the usable
+            cores, at most 8 processes or 2 threads. No more are started than the audit has
+            fits.
 
     Returns:
         :class:`~galfast.audit.AuditReport`.
@@ -182,6 +207,10 @@ def audit(
         raise ValueError("embeddings must be a [num_nodes, D] tensor")
     if not embeddings.is_floating_point():
         raise ValueError(f"embeddings must be floating point, got {embeddings.dtype}")
+    if embeddings.dtype in (torch.float16, torch.bfloat16):
+        # The attackers are float32 models, and scikit-learn reads no bfloat16: half-precision
+        # embeddings are read as float32 (which holds their values exactly).
+        embeddings = embeddings.float()
     if not all_finite(embeddings):
         raise ValueError("embeddings contain NaN or infinite values")
     z = embeddings.detach()
@@ -207,12 +236,9 @@ def audit(
         raise ValueError(f"no attacker in {families} applies to every attack in {attacks!r}")
     if search is None:
         search = SearchConfig()
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ValueError(f"threads must be an int >= 1, got {threads!r}")
-    if workers is not None and (
-        isinstance(workers, bool) or not isinstance(workers, int) or workers < 1
-    ):
-        raise ValueError(f"workers must be an int >= 1 or None, got {workers!r}")
+    threads = _count("threads", threads, 1)
+    if workers is not None:
+        workers = _count("workers", workers, 1)
     if any(p.hops > 0 for p in pairings):
         if not isinstance(graph, Graph):
             raise ValueError("neighbor / n-hop attacks need graph= (a galfast.Graph)")
@@ -221,10 +247,14 @@ def audit(
                 f"the graph has {graph.num_nodes} nodes but embeddings has {num_nodes} rows"
             )
         graph = graph.to(z.device)
-    if isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1:
-        raise ValueError(f"seeds must be an int >= 1, got {seeds!r}")
-    if epochs < 1 or batch_size < 1 or min_steps < 0 or not 0 < lr < float("inf"):
-        raise ValueError("epochs and batch_size must be >= 1, min_steps >= 0 and lr finite > 0")
+    seeds = _count("seeds", seeds, 1)
+    epochs = _count("epochs", epochs, 1)
+    batch_size = _count("batch_size", batch_size, 1)
+    min_steps = _count("min_steps", min_steps, 0)
+    if isinstance(lr, bool) or not isinstance(lr, Real) or not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+    seed = check_seed("seed", seed)
+    task_lipschitz = check_lipschitz("task_lipschitz", task_lipschitz)
     train_idx = _as_index("train_idx", train_idx, num_nodes)
     test_idx = _as_index("test_idx", test_idx, num_nodes)
     if np.intersect1d(train_idx.numpy(), test_idx.numpy()).size:
@@ -240,6 +270,7 @@ def audit(
         task_labels = torch.as_tensor(task_labels).to(z.device)
         if task_labels.dim() != 1 or task_labels.numel() != num_nodes:
             raise ValueError(f"task_labels must have shape [{num_nodes}] (negative = unknown)")
+        task_labels = integer_labels("task_labels", task_labels)
     config = AttackerConfig(
         epochs=epochs, batch_size=batch_size, lr=lr, min_steps=min_steps, hidden=tuple(hidden)
     )
@@ -251,6 +282,9 @@ def audit(
     tradeoffs: list[TradeoffBound] = []
     bar = tqdm(total=len(attrs) * len(pairings), disable=not progress, desc="audit")
     views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
+    if workers is not None:
+        # Workers beyond the fits would only idle, each a forked process on CPU.
+        workers = min(workers, _max_fits(len(attrs), pairings, fast, strong, seeds, search.trials))
     # Fits on a GPU stay in this process: a forked worker cannot use its CUDA context.
     jobs = Jobs(workers, threads, processes=None if z.device.type == "cpu" else False)
     # Forked workers load scikit-learn themselves: the one that runs the classic fits.
@@ -262,6 +296,8 @@ def audit(
             cells = []
             for ai, attr in enumerate(attrs):
                 known = attr.known(num_nodes).to(z.device)
+                if not all_finite(known.targets):  # edited past the attribute's own checks
+                    raise ValueError(f"{attr.name}: the known values hold NaN or infinities")
                 train_nodes, train_targets = _split(known, train_idx)
                 test_nodes, test_targets = _split(known, test_idx)
                 if train_nodes.numel() == 0 or test_nodes.numel() == 0:

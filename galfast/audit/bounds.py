@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from numbers import Real
 from typing import Optional
 
+import torch
 from torch import Tensor
 
-__all__ = ["TradeoffBound", "tradeoff_bound"]
+__all__ = ["TradeoffBound", "check_lipschitz", "integer_labels", "tradeoff_bound"]
 
 
 @dataclass
@@ -54,6 +57,35 @@ class TradeoffBound:
     error_bound: Optional[float]
 
 
+def check_lipschitz(name: str, lipschitz: Optional[float]) -> Optional[float]:
+    """``lipschitz`` as a float (None stays None); ValueError naming ``name`` unless it is a
+    finite number >= 0, the only Lipschitz constants there are."""
+    if lipschitz is None:
+        return None
+    if (
+        isinstance(lipschitz, bool)
+        or not isinstance(lipschitz, Real)
+        or not math.isfinite(lipschitz)
+        or lipschitz < 0
+    ):
+        raise ValueError(f"{name} must be a finite number >= 0, got {lipschitz!r}")
+    return float(lipschitz)
+
+
+def integer_labels(name: str, labels: Tensor) -> Tensor:
+    """``labels`` as int64; ValueError naming ``name`` when one is not a whole number (a
+    probability or a score, which the cast would silently truncate, or NaN)."""
+    if labels.is_floating_point():
+        whole = torch.isfinite(labels) & (labels == labels.round())
+        if not bool(whole.all()):
+            bad = labels[~whole][0].item()
+            raise ValueError(
+                f"{name} must hold integer class labels, got {bad} (threshold probabilities "
+                "or scores first)"
+            )
+    return labels.long()
+
+
 def tradeoff_bound(
     attribute: str,
     a: Tensor,
@@ -67,7 +99,8 @@ def tradeoff_bound(
     Example (hand-computed): a = [0, 0, 1, 1], y = [1, 1, 0, 1] gives P(Y=1|A=0) = 1,
     P(Y=1|A=1) = 0.5, delta 0.5, alpha 0.5, error bound at zero advantage 0.25.
     """
-    a, y = a.long().view(-1), y.long().view(-1)
+    a, y = integer_labels("a", a).view(-1), integer_labels("y", y).view(-1)
+    lipschitz = check_lipschitz("lipschitz", lipschitz)
     if a.numel() != y.numel() or a.numel() == 0:
         raise ValueError("the trade-off bound needs aligned, non-empty A and Y")
     if not bool(((y == 0) | (y == 1)).all()) or not bool(((a == 0) | (a == 1)).all()):

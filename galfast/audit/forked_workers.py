@@ -20,10 +20,11 @@ leaves idle, and the audit's ForkedWorkers adopts them (with the same thread cou
 first workers, worker 0 taking the calls needing those modules. The fits they run are the same
 pickled calls, so nothing in the results depends on them.
 
-Forking is used only where it is safe: on Linux, for CPU fits on one intra-op thread each
-(GNU OpenMP's pool does not survive a fork), before CUDA is initialised (a forked child cannot
-use the parent's CUDA context, and freeing an inherited CUDA tensor there would call into it). A GPU run therefore starts all its audit workers on standby, before CUDA
-starts; the audit then adopts them and forks none.
+Forking is used only where it is safe: on Linux, for CPU fits on one intra-op thread each (GNU
+OpenMP's pool does not survive a fork), before CUDA is initialised (a forked child cannot use
+the parent's CUDA context, and freeing an inherited CUDA tensor there would call into it). A
+GPU run therefore starts all its audit workers on standby, before CUDA starts; the audit then
+adopts them and forks none.
 """
 
 from __future__ import annotations

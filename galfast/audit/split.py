@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from galfast.gal.seeding import check_seed
+
 __all__ = ["AUDIT_TEST_FRACTION", "audit_split"]
 
 # The share of the labelled nodes the attackers are scored on (the rest trains them).
@@ -18,7 +20,7 @@ def audit_split(
     ``test_fraction`` of them, at least one, held out for scoring."""
     if not 0 < test_fraction < 1:
         raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
-    gen = torch.Generator().manual_seed(seed)
+    gen = torch.Generator().manual_seed(check_seed("seed", seed))
     perm = nodes[torch.randperm(nodes.numel(), generator=gen)]
     num_test = max(1, int(test_fraction * nodes.numel()))
     return perm[num_test:], perm[:num_test]

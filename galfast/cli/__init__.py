@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import NoReturn, Optional
 
 from galfast.cli import audit_cmd, demo, run, sweep, tsne
-from galfast.cli.errors import UsageError
+from galfast.cli.errors import error_line
 from galfast.cli.options import HelpFormatter
 
 __all__ = ["build_parser", "main", "run_and_exit"]
@@ -41,8 +41,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.handler(args)
-    except UsageError as error:
-        print(f"galfast {args.command}: error: {' '.join(str(error).split())}", file=sys.stderr)
+    except Exception as error:
+        line = error_line(error)
+        if line is None:
+            raise
+        print(f"galfast {args.command}: error: {' '.join(line.split())}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"galfast {args.command}: interrupted", file=sys.stderr)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import pickle
 import warnings
 import zipfile
@@ -14,7 +15,7 @@ from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError
 from galfast.cli.files import check_writable, write_json
-from galfast.cli.options import comma_list, nonnegative_int, pairing_list, positive_int
+from galfast.cli.options import comma_list, pairing_list, positive_int, seed_value
 from galfast.gal import SensitiveAttribute, parse_pairing
 from galfast.graph import Graph
 
@@ -40,7 +41,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--labels", required=True, help="torch.save'd [N] attribute classes (negative = unknown)"
     )
-    parser.add_argument("--name", default="attribute", help="attribute name in the report")
+    parser.add_argument(
+        "--name", type=attribute_name, default="attribute", help="attribute name in the report"
+    )
     parser.add_argument("--graph", default=None, help="torch.save'd [2, E] int64 edge_index")
     parser.add_argument(
         "--attacks",
@@ -61,7 +64,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--seeds", type=positive_int, default=3, help="audit repetitions")
     parser.add_argument("--epochs", type=positive_int, default=30, help="attacker epochs")
     parser.add_argument(
-        "--seed", type=nonnegative_int, default=0, help="seed of the split and the attackers"
+        "--seed", type=seed_value, default=0, help="seed of the split and the attackers"
     )
     parser.add_argument("--json", default=None, help="also write the report as JSON here")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -69,16 +72,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def attribute_name(text: str) -> str:
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a name for the report, got an empty one")
+    return text
+
+
 # What torch.load raises for a file that is not a tensor it can read: a truncated or foreign
 # file, a pickle of something else, a zip that is not torch's.
-_UNREADABLE = (
-    OSError,
-    EOFError,
-    RuntimeError,
-    ValueError,
-    pickle.UnpicklingError,
-    zipfile.BadZipFile,
-)
+_UNREADABLE = (EOFError, RuntimeError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile)
 
 
 def _load_tensor(path: str, what: str) -> torch.Tensor:
@@ -89,14 +91,23 @@ def _load_tensor(path: str, what: str) -> torch.Tensor:
             value = torch.load(path, map_location="cpu", weights_only=True)
     except FileNotFoundError:
         raise UsageError(f"{what}: no such file {path!r}") from None
-    except _UNREADABLE as error:
-        reason = " ".join(str(error).split()[:30]) or type(error).__name__
+    except OSError as error:  # a folder, no permission
+        raise UsageError(f"{what}: cannot read {path!r}: {error.strerror or error}") from None
+    except _UNREADABLE:
+        # torch's own message runs to paragraphs and suggests loading with weights_only=False,
+        # which would run the file's code: the file is what the user has to change.
         raise UsageError(
-            f"{what}: cannot read {path!r} as a torch.save'd tensor ({reason})"
+            f"{what}: {path!r} is not a tensor saved with torch.save (or it is truncated)"
         ) from None
     if not isinstance(value, torch.Tensor):
         raise UsageError(f"{what}: {path!r} holds a {type(value).__name__}, not a tensor")
     return value
+
+
+def _dense(tensor: torch.Tensor) -> torch.Tensor:
+    """A sparse tensor as the dense one it stands for (the audit reads dense rows); called
+    after the shape checks, so a sparse matrix of the wrong shape is refused, not expanded."""
+    return tensor if tensor.layout == torch.strided else tensor.to_dense()
 
 
 def _embeddings(path: str) -> torch.Tensor:
@@ -106,8 +117,18 @@ def _embeddings(path: str) -> torch.Tensor:
             f"EMBEDDINGS {path!r}: expected an [N, D] floating-point tensor with N >= 2 and "
             f"D >= 1, got {list(z.shape)} {z.dtype}"
         )
+    z = _dense(z)
     if not all_finite(z):
         raise UsageError(f"EMBEDDINGS {path!r}: holds NaN or infinite values")
+    # The attackers standardise each column in float32: its squared deviations from the mean,
+    # summed over the N rows, must stay below float32's largest value.
+    limit = math.sqrt(torch.finfo(torch.float32).max / (4 * z.size(0)))
+    largest = float(z.abs().max())
+    if largest > limit:
+        raise UsageError(
+            f"EMBEDDINGS {path!r}: values up to {largest:.3g} overflow the attackers' float32 "
+            f"statistics (at most {limit:.3g} for {z.size(0)} rows); rescale them"
+        )
     return z.float()
 
 
@@ -123,7 +144,15 @@ def _labels(path: str, num_nodes: int) -> torch.Tensor:
             f"--labels must be a [{num_nodes}] integer tensor (one per embedding row), got "
             f"{list(labels.shape)} {labels.dtype}"
         )
-    return labels.long()
+    labels = _dense(labels).long()
+    # Classes are numbered 0..K-1, so K <= N: a larger id is not a class index (it would size
+    # the attackers' outputs).
+    if int(labels.max()) >= num_nodes:
+        raise UsageError(
+            f"--labels: class {int(labels.max())} for {num_nodes} rows; number the classes "
+            f"0..K-1 with K <= {num_nodes}"
+        )
+    return labels
 
 
 def _graph(path: str, num_nodes: int) -> Graph:
@@ -139,13 +168,27 @@ def _graph(path: str, num_nodes: int) -> Graph:
             f"--graph {path!r}: expected a [2, E] integer edge_index, got "
             f"{list(edge_index.shape)} {edge_index.dtype}"
         )
-    edge_index = edge_index.long()
+    edge_index = _dense(edge_index).long()
     if edge_index.numel() and (edge_index.min() < 0 or edge_index.max() >= num_nodes):
         raise UsageError(
             f"--graph {path!r}: node ids must lie in [0, {num_nodes}) (one per embedding row), "
             f"got [{int(edge_index.min())}, {int(edge_index.max())}]"
         )
     return Graph.from_edge_index(edge_index, num_nodes, symmetrize=True)
+
+
+def _check_walks(graph: Graph, nodes: dict[str, torch.Tensor], walks: list[str]) -> None:
+    """A walk leaves its start along an edge to another node: where no training node, or no
+    test node, has one, every walk of an attack would fail."""
+    source, target = graph.edge_index()
+    movers = torch.zeros(graph.num_nodes, dtype=torch.bool)
+    movers[source[source != target]] = True  # the graph is symmetric: sources suffice
+    for split, index in nodes.items():
+        if not bool(movers[index].any()):
+            raise UsageError(
+                f"--graph: no {split} node of the audit has an edge to another node, so every "
+                f"{','.join(walks)} walk would fail; pass a graph with edges or --attacks node"
+            )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -174,6 +217,8 @@ def main(args: argparse.Namespace) -> int:
         num_classes=None if kind == "binary" else classes,
     )
     train_idx, test_idx = audit_split(nodes, args.seed)
+    if walks:
+        _check_walks(graph, {"training": train_idx, "test": test_idx}, walks)
     report = audit(
         z,
         attribute,

@@ -2,19 +2,32 @@
 :func:`galfast.cli.main` as one line (``galfast <command>: error: ...``), exit status 2.
 
 Only mistakes in what the user gave become a :class:`UsageError`, converted where the input is
-read (options, files, the dataset); an exception anywhere else is a bug and keeps its
-traceback.
+read (options, files, the dataset); :func:`error_line` also words the library's exceptions
+that report the user's settings (a lambda too large to train). An exception anywhere else is
+a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-__all__ = ["UsageError", "option_for"]
+from galfast.experiments import TrainingDiverged
+
+__all__ = ["UsageError", "error_line", "option_for"]
 
 
 class UsageError(Exception):
     """A mistake in the command line or in a file it names; the message says what to change."""
+
+
+def error_line(error: BaseException) -> Optional[str]:
+    """The one line that reports ``error`` to the user, None when it is not the user's (a bug,
+    which keeps its traceback)."""
+    if isinstance(error, UsageError):
+        return str(error)
+    if isinstance(error, TrainingDiverged):
+        return f"{error}; try a smaller --lam" if error.lam > 0 else str(error)
+    return None
 
 
 # ExperimentConfig fields whose option is not simply "--" + the field with dashes.

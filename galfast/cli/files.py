@@ -1,11 +1,14 @@
 """Output files: checked writable before any work, written atomically (a temporary file in
 the same folder renamed over the target), so a failure or an interrupt never leaves a
-half-written result and a full run never ends on an unwritable path."""
+half-written result and a full run never ends on an unwritable path. A symlink is written
+through (its target is replaced, the link kept); a FIFO, device or socket is refused, since
+the rename would replace it with a regular file."""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import secrets
 from collections.abc import Sequence
@@ -46,19 +49,31 @@ def check_folder_writable(folder: os.PathLike, option: str) -> None:
         raise UsageError(f"{option}: cannot write in {folder}: {error}") from None
 
 
+def _target(path: os.PathLike) -> Path:
+    """The file a write to ``path`` replaces: a symlink's target, else ``path``."""
+    return Path(os.path.realpath(path))
+
+
 def check_writable(path: os.PathLike, option: str) -> None:
     """Checks that ``atomic_write(path, ...)`` can succeed (the folder is creatable and
-    writable, ``path`` is not a folder); else UsageError naming ``option``."""
+    writable, ``path`` is absent or a regular file, through symlinks); else UsageError naming
+    ``option``."""
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{option}: {path} is a folder, expected a file name")
-    check_folder_writable(path.parent, option)
+    if path.exists() and not path.is_file():
+        raise UsageError(
+            f"{option}: {path} is not a regular file (a FIFO, a device or a socket); "
+            "name a file to write"
+        )
+    check_folder_writable(_target(path).parent, option)
 
 
 def atomic_write(path: os.PathLike, write: Callable[[IO], None], *, binary: bool = False) -> None:
-    """Calls ``write(handle)`` on a new temporary file next to ``path`` and renames it over
-    ``path`` once complete; on any failure the temporary file is removed."""
-    path = Path(path)
+    """Calls ``write(handle)`` on a new temporary file next to ``path`` (next to its target
+    for a symlink) and renames it over that once complete; on any failure the temporary file
+    is removed."""
+    path = _target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     try:
@@ -71,9 +86,20 @@ def atomic_write(path: os.PathLike, write: Callable[[IO], None], *, binary: bool
 
 
 def write_json(path: os.PathLike, data: Any) -> None:
-    """Writes ``data`` as indented JSON (no NaN), atomically."""
-    text = json.dumps(data, indent=2, allow_nan=False) + "\n"
+    """Writes ``data`` as indented JSON, atomically. JSON has no NaN or infinity: such a float
+    is written as null (a metric with no value, which a reader never takes for a score)."""
+    text = json.dumps(_null_for_non_finite(data), indent=2, allow_nan=False) + "\n"
     atomic_write(path, lambda f: f.write(text))
+
+
+def _null_for_non_finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _null_for_non_finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_null_for_non_finite(item) for item in value]
+    return value
 
 
 def write_csv(path: os.PathLike, rows: Sequence[dict[str, Any]]) -> None:

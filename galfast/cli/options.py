@@ -15,7 +15,7 @@ from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError, option_for
 from galfast.datasets import DATASET_NAMES, DatasetNotFoundError
-from galfast.experiments import ConfigError, ExperimentConfig, Prepared, prepare
+from galfast.experiments import ConfigError, ExperimentConfig, Prepared, check_defence, prepare
 from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.experiments.kg_options import KG_ENCODERS
 from galfast.gal.pairing import check_walkable, parse_pairing
@@ -36,6 +36,7 @@ __all__ = [
     "pairing_list",
     "positive_int",
     "prepare_checked",
+    "seed_value",
 ]
 
 
@@ -81,6 +82,14 @@ def nonnegative_int(text: str) -> int:
     return int_at_least(text, 0)
 
 
+def seed_value(text: str) -> int:
+    """A seed: an integer in [0, 2**64), the range galfast's generators take."""
+    value = int_at_least(text, 0)
+    if value >= 2**64:
+        raise argparse.ArgumentTypeError(f"expected an integer below 2**64, got {value}")
+    return value
+
+
 def nonnegative_float(text: str) -> float:
     try:
         value = float(text)
@@ -88,11 +97,12 @@ def nonnegative_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not value >= 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"expected a finite number >= 0, got {text!r}")
-    return value
+    return abs(value)  # -0 is 0: one run, one run file
 
 
 def float_list(text: str) -> list[float]:
-    """``"0,0.5,1"`` -> ``[0.0, 0.5, 1.0]`` (each finite and >= 0, no duplicates)."""
+    """``"0,0.5,1"`` -> ``[0.0, 0.5, 1.0]`` (each finite and >= 0, no two equal: ``-0`` is
+    ``0``, ``0.1`` is ``0.10``)."""
     values = [nonnegative_float(part.strip()) for part in text.split(",") if part.strip()]
     if not values or len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(f"expected distinct comma-separated numbers, got {text!r}")
@@ -339,12 +349,15 @@ _UNREADABLE = (ValueError, OSError, EOFError, zipfile.BadZipFile, pickle.Unpickl
 
 def prepare_checked(cfg: ExperimentConfig) -> Prepared:
     """Loads the dataset and resolves the attribute before any training; the user's mistakes
-    (missing or corrupt data, a bad --option, an unknown --attribute) become a UsageError."""
+    (missing or corrupt data, a bad --option, an unknown --attribute, a lambda no adversary
+    step would train) become a UsageError."""
     where = f"--dataset {cfg.dataset}" + (f" (--root {cfg.root})" if cfg.root else "")
     if cfg.root is not None and not os.path.isdir(os.path.expanduser(cfg.root)):
         raise UsageError(f"--root {cfg.root}: no such folder")
     try:
-        return prepare(cfg)
+        prepared = prepare(cfg)
+        check_defence(cfg, prepared)
+        return prepared
     except ConfigError as error:
         raise UsageError(f"{option_for(error.field)}: {error}") from None
     except DatasetNotFoundError as error:

@@ -12,7 +12,7 @@ from galfast.cli.options import (
     nonnegative_float,
     prepare_checked,
 )
-from galfast.cli.summary import by_attribute, format_table, summarize_runs
+from galfast.cli.summary import by_attribute, format_table, lambda_text, summarize_runs
 from galfast.experiments import run_experiment
 from galfast.experiments.runner import start_audit_worker
 from galfast.gal.adversary_losses import DISTANCES
@@ -97,7 +97,7 @@ def main(args: argparse.Namespace) -> int:
             "dataset": args.dataset,
             "encoder": args.encoder,
             "distance": args.distance,
-            "lambda": f"{args.lam:g}",
+            "lambda": lambda_text(args.lam),
             "attribute": attribute,
         }
         print(format_table([(lead, summary)]))

@@ -7,7 +7,7 @@ from typing import Any
 
 from galfast.audit import summarize
 
-__all__ = ["ATTACK_METRICS", "by_attribute", "format_table", "summarize_runs"]
+__all__ = ["ATTACK_METRICS", "by_attribute", "format_table", "lambda_text", "summarize_runs"]
 
 # Attacker metrics reported per attack: macro-F1 is the paper's Planetoid and age/occupation
 # score; for binary attributes balanced accuracy is what the paper's MovieLens "AUC" column
@@ -16,6 +16,14 @@ ATTACK_METRICS = ("macro_f1", "balanced_accuracy", "auc")
 # Continuous attributes (QM9's polarizability) have no classes: the attacker's MAE, in the
 # attribute's units (lower = more leaked).
 ATTACK_METRICS += ("mae",)
+
+
+def lambda_text(lam: float) -> str:
+    """``lam`` as run files and tables name it: ``{lam:g}`` (``0``, ``0.1``, ``1e+20``) when
+    that reads back as ``lam``, else its exact ``repr`` (``0.1000001``), so distinct lambdas
+    never share a name."""
+    short = f"{lam:g}"
+    return short if float(short) == lam else repr(lam)
 
 
 def by_attribute(records: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:

@@ -76,7 +76,8 @@ def main(args: argparse.Namespace) -> int:
             f"{', '.join('.' + f for f in figure_formats())}"
         )
     check_writable(args.out, "--out")
-    prepare_checked(configs[0])
+    # The largest lambda's settings are the strictest (a defended run needs adversary steps).
+    prepare_checked(max(configs, key=lambda config: config.lam))
     plt = pyplot()
     fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 5), squeeze=False)
     for ax, config in zip(axes[0], configs):

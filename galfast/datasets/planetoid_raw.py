@@ -19,6 +19,7 @@ from __future__ import annotations
 import codecs
 import collections
 import io
+import operator
 import pickle
 from dataclasses import dataclass
 from pathlib import Path
@@ -122,6 +123,10 @@ def _one_hot(value: Any, path: Path) -> np.ndarray:
     array = np.asarray(value.toarray() if sp.issparse(value) else value)
     if array.ndim != 2:
         raise ValueError(f"{path} must hold a 2-D one-hot label matrix, got shape {array.shape}")
+    # One 1 per row, or none (a node without a label, as CiteSeer has): argmax of anything else
+    # (NaN, a multi-hot row, 2s) would be a made-up class.
+    if not np.isin(array, (0, 1)).all() or (array.sum(axis=1) > 1).any():
+        raise ValueError(f"{path} must hold one-hot label rows (0/1, at most one 1 per row)")
     return array
 
 
@@ -137,6 +142,17 @@ def _labels(one_hot: np.ndarray) -> np.ndarray:
     labels = one_hot.argmax(axis=1).astype(np.int64)
     labels[one_hot.sum(axis=1) == 0] = -1
     return labels
+
+
+def _edges(adjacency: dict, path: Path) -> np.ndarray:
+    """``[2, E]`` int64 (node, neighbour) pairs of the adjacency dict read from ``path``."""
+    try:
+        # operator.index: a float (1.7) or a string ("3") is an error, not a truncated id.
+        sources = [operator.index(u) for u, vs in adjacency.items() for _ in vs]
+        targets = [operator.index(v) for vs in adjacency.values() for v in vs]
+        return np.array([sources, targets], dtype=np.int64).reshape(2, -1)
+    except (TypeError, OverflowError) as err:
+        raise ValueError(f"{path} must map integer node ids to lists of them: {err}") from err
 
 
 def read_planetoid_raw(folder: Path, name: str) -> PlanetoidRaw:
@@ -185,14 +201,7 @@ def read_planetoid_raw(folder: Path, name: str) -> PlanetoidRaw:
     one_hot[:num_all] = ally
     one_hot[test_index] = ty
 
-    sources = np.repeat(
-        np.fromiter(adjacency.keys(), dtype=np.int64, count=len(adjacency)),
-        [len(neighbours) for neighbours in adjacency.values()],
-    )
-    targets = np.fromiter(
-        (int(v) for neighbours in adjacency.values() for v in neighbours), dtype=np.int64
-    )
-    edges = np.stack([sources, targets])
+    edges = _edges(adjacency, path["graph"])
     if edges.size and (edges.min() < 0 or edges.max() >= num_nodes):
         raise ValueError(f"{path['graph']} refers to nodes outside [0, {num_nodes})")
 

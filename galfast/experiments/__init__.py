@@ -11,6 +11,8 @@ from galfast.experiments.planetoid import PLANETOID
 from galfast.experiments.runner import (
     SETUPS,
     Prepared,
+    TrainingDiverged,
+    check_defence,
     load_dataset,
     prepare,
     run_experiment,
@@ -31,6 +33,8 @@ __all__ = [
     "Outcome",
     "Prepared",
     "Setup",
+    "TrainingDiverged",
+    "check_defence",
     "load_dataset",
     "make_conv",
     "make_encoder",

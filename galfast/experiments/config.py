@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
@@ -12,6 +13,7 @@ from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES, KG_NAMES
 from galfast.datasets.registry import MOLECULE_NAMES, loader_options
+from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.experiments.kg_options import KG_ENCODERS, check_kg_model_options
 from galfast.gal import SensitiveAttribute, check_walkable, parse_pairing
@@ -229,6 +231,8 @@ class ExperimentConfig:
                 raise ValueError(
                     f"dataset option {key} must be a plain value, got {value!r}"
                 ) from None
+        if self.dataset == "synthetic-graph":
+            _check_mean_degree(dict(self.dataset_options))
 
     def gal_config(self, **setup: Any) -> GALConfig:
         """The trainer's config for this run; ``setup`` adds the setup's own settings (the
@@ -251,6 +255,21 @@ class ExperimentConfig:
         out["dataset_options"] = dict(self.dataset_options)
         out["model_options"] = dict(self.model_options)
         return out
+
+
+def _check_mean_degree(options: dict[str, Any]) -> None:
+    """A graph of n nodes has a mean degree of at most n - 1: synthetic_graph would draw (and
+    hold in memory) n * avg_degree / 2 pairs for a larger one. Options of the wrong type are
+    left to the loader to refuse."""
+    defaults = inspect.signature(synthetic_graph).parameters
+    nodes = options.get("num_nodes", defaults["num_nodes"].default)
+    degree = options.get("avg_degree", defaults["avg_degree"].default)
+    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (nodes, degree))
+    if numbers and nodes >= 2 and degree > nodes - 1:
+        raise ValueError(
+            f"avg_degree={degree} exceeds num_nodes - 1 = {nodes - 1}, the largest mean degree "
+            f"of a {nodes}-node graph"
+        )
 
 
 def _first_field_named(message: str) -> Optional[str]:

@@ -21,6 +21,8 @@ from galfast.train import EdgeHead, GALTrainer, RatingBatches, rating_cross_entr
 
 __all__ = ["MOVIELENS"]
 
+BATCH_SIZE = 8192  # ratings per task step
+
 
 def train(
     cfg: ExperimentConfig,
@@ -47,7 +49,7 @@ def train(
     levels = range(1, dataset.num_rating_levels + 1)
     # On the training device: a batch is then gathered there, with no copy per step.
     ratings = ratings.to(trainer.device)
-    batches = RatingBatches(ratings[:, :2].t(), ratings[:, 2], levels=levels, batch_size=8192)
+    batches = RatingBatches(ratings[:, :2].t(), ratings[:, 2], levels=levels, batch_size=BATCH_SIZE)
     trainer.fit(dataset.graph, batches, attributes, epochs, progress=progress)
     z = trainer.embed()
     test = dataset.test_ratings.to(z.device)
@@ -58,6 +60,17 @@ def train(
     return z, {"rmse": rmse}
 
 
+def _check_rating_split(dataset: RatingDataset) -> None:
+    """Training needs a rating, the test RMSE at least one held-out rating."""
+    train, test = dataset.train_idx.numel(), dataset.test_idx.numel()
+    if not (train and test):
+        raise ValueError(
+            f"the {dataset.name} rating split holds {train} training and {test} test "
+            "rating(s): training and the test RMSE need at least one each; adjust "
+            "test_fraction, or use more ratings"
+        )
+
+
 MOVIELENS = Setup(
     name="movielens",
     dataset_type=RatingDataset,
@@ -66,4 +79,6 @@ MOVIELENS = Setup(
     attribute="gender",
     task_metric="rmse",
     train=train,
+    check_data=_check_rating_split,
+    steps_per_epoch=lambda dataset: -(-dataset.train_idx.numel() // BATCH_SIZE),
 )

@@ -24,11 +24,15 @@ __all__ = ["PLANETOID", "link_auc"]
 
 
 def link_auc(z: Tensor, pos: Tensor, neg: Tensor) -> float:
-    """ROC-AUC of dot-product scores separating the ``pos`` edges from the ``neg`` ones."""
+    """ROC-AUC of dot-product scores separating the ``pos`` edges from the ``neg`` ones; NaN
+    when a score is not finite (a diverged encoder, which the runner reports)."""
     from sklearn.metrics import roc_auc_score  # scikit-learn loads only when it is needed
 
     pairs = torch.cat([pos, neg], dim=1).to(z.device)
-    scores = (z[pairs[0]] * z[pairs[1]]).sum(-1).cpu().numpy()
+    # In float64: the products of large but finite float32 embeddings stay finite.
+    scores = (z[pairs[0]].double() * z[pairs[1]].double()).sum(-1).cpu().numpy()
+    if not np.isfinite(scores).all():
+        return float("nan")
     labels = np.concatenate([np.ones(pos.size(1)), np.zeros(neg.size(1))])
     return float(roc_auc_score(labels, scores))
 
@@ -64,6 +68,18 @@ def train(
     return z, {"auc": link_auc(z, split.test_pos, split.test_neg)}
 
 
+def _check_link_split(dataset: GraphDataset) -> None:
+    """Training needs an edge, the test AUC at least one test edge and one test non-edge."""
+    split = dataset.link_split
+    train, pos, neg = split.train_pos.size(1), split.test_pos.size(1), split.test_neg.size(1)
+    if not (train and pos and neg):
+        raise ValueError(
+            f"the {dataset.name} link split holds {train} training edge(s), {pos} test edge(s) "
+            f"and {neg} test non-edge(s): training needs an edge and the test AUC at least one "
+            "test edge and one non-edge; raise test_fraction, or use a larger or denser graph"
+        )
+
+
 PLANETOID = Setup(
     name="planetoid",
     dataset_type=GraphDataset,
@@ -72,4 +88,6 @@ PLANETOID = Setup(
     attribute="class",
     task_metric="auc",
     train=train,
+    check_data=_check_link_split,
+    steps_per_epoch=lambda dataset: 1,  # whole-graph steps
 )

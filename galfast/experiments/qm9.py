@@ -182,4 +182,5 @@ QM9 = Setup(
     train=train,
     attacks=("node",),
     audit_split=_audit_split,
+    steps_per_epoch=lambda dataset: -(-molecule_split(len(dataset))[0].numel() // BATCH_SIZE),
 )

@@ -5,6 +5,7 @@ the attribute, scored on the other 20%)."""
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from dataclasses import dataclass, replace
@@ -13,6 +14,7 @@ from typing import Any, Optional, Union
 
 import torch
 
+from galfast._dtypes import all_finite
 from galfast.audit import audit, audit_split
 from galfast.audit.classic import SKLEARN_MODULES
 from galfast.audit.forked_workers import start_standby
@@ -33,10 +35,13 @@ from galfast.experiments.planetoid import PLANETOID
 from galfast.experiments.qm9 import QM9
 from galfast.experiments.setup import Setup
 from galfast.gal import SensitiveAttribute, cuda_rng_devices
+from galfast.train import LossDiverged
 
 __all__ = [
     "SETUPS",
     "Prepared",
+    "TrainingDiverged",
+    "check_defence",
     "load_dataset",
     "prepare",
     "run_experiment",
@@ -104,6 +109,15 @@ def sensitive_attribute(
     )
 
 
+class TrainingDiverged(ArithmeticError):
+    """Training at ``lam`` gave a non-finite loss, embeddings or task metric: the adversary's
+    weight (or the task) drove the encoder past the range of floats. ``lam`` is the run's."""
+
+    def __init__(self, lam: float, what: str) -> None:
+        super().__init__(f"training diverged at lambda={lam:g} ({what})")
+        self.lam = lam
+
+
 @dataclass(frozen=True)
 class Prepared:
     """What a run needs before it trains: the dataset, its setup, the sensitive attributes to
@@ -130,12 +144,18 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
 
     Raises:
         DatasetNotFoundError: the dataset is neither on disk nor downloadable.
-        ConfigError: the dataset lacks an attribute ``cfg.attribute`` names.
+        ConfigError: the dataset lacks an attribute ``cfg.attribute`` names, or its split
+            leaves nothing to train on or to score (an empty test split).
         ValueError, OSError: a dataset file is malformed or unreadable, or a loader option
             has a bad value (the message says which).
     """
     dataset = load_dataset(cfg.dataset, cfg.root, cfg.dataset_options)
     setup = setup_for(dataset)
+    if setup.check_data is not None:
+        try:
+            setup.check_data(dataset)
+        except ValueError as error:
+            raise ConfigError("dataset_options", str(error)) from None
     default_attribute = setup.attribute
     if default_attribute not in dataset.attributes:
         default_attribute = next(iter(dataset.attributes))
@@ -159,6 +179,35 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
         pretrain_epochs=pretrain,
         attacks=attacks,
     )
+
+
+def check_defence(cfg: ExperimentConfig, prepared: Prepared) -> None:
+    """Raises ConfigError when ``cfg`` asks for a defence (lambda > 0) that its schedule never
+    trains: no adversary step after the task-only epochs. :func:`run_experiment` runs such a
+    config (a test of the schedule may); a front end that reports the run at its lambda
+    refuses it."""
+    if cfg.lam == 0:
+        return
+    epochs, pretrain = prepared.epochs, prepared.pretrain_epochs
+    if pretrain >= epochs:
+        raise ConfigError(
+            "pretrain_epochs",
+            f"pretrain_epochs={pretrain} leaves no adversarial epoch of epochs={epochs}, so "
+            f"lambda={cfg.lam:g} would train no defence; pre-train for fewer epochs than that",
+        )
+    if prepared.setup.steps_per_epoch is None:
+        return
+    # The trainer counts steps from the start, pre-training included: the k-th step (from 1)
+    # is an adversary step when k is a multiple of adv_every and its epoch is adversarial.
+    per_epoch = prepared.setup.steps_per_epoch(prepared.dataset)
+    first, last = pretrain * per_epoch + 1, epochs * per_epoch
+    if last // cfg.adv_every * cfg.adv_every < first:
+        raise ConfigError(
+            "adv_every",
+            f"adv_every={cfg.adv_every}: the adversarial epochs hold steps {first}-{last} "
+            f"({per_epoch} per epoch), none a multiple of it, so lambda={cfg.lam:g} would "
+            "train no defence; lower adv_every or raise epochs",
+        )
 
 
 def _admitted_attacks(cfg: ExperimentConfig, setup: Setup) -> tuple[str, ...]:
@@ -212,6 +261,9 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     per attribute under ``attributes[name]``, ``attack`` (per audit attack, the strongest
     family's mean metrics), ``baseline`` and the full audit report; the primary (first)
     attribute's are also at the top level (``attribute``, ``attack``, ``baseline``, ``audit``).
+
+    Raises:
+        TrainingDiverged: a loss, the embeddings or the task metric became NaN or infinite.
     """
     started = time.perf_counter()
     prepared = prepare(cfg)
@@ -223,7 +275,12 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     with torch.random.fork_rng(devices=cuda_rng_devices(cfg.device)):
         torch.manual_seed(cfg.seed)
         resolved = replace(cfg, pretrain_epochs=prepared.pretrain_epochs)
-        z, task = setup.train(resolved, dataset, attributes, epochs, progress)
+        try:
+            z, task = setup.train(resolved, dataset, attributes, epochs, progress)
+        except LossDiverged as error:
+            reason = f"{error.loss} not finite at epoch {error.epoch}"
+            raise TrainingDiverged(cfg.lam, reason) from error
+    _check_converged(cfg, z, task)
     # The attackers are small models: on the CPU, in forked workers, their thousands of small
     # steps beat as many GPU kernel launches, so a GPU run's embeddings are audited there.
     z_audit = z.cpu()
@@ -248,6 +305,16 @@ def run_experiment(cfg: ExperimentConfig, progress: bool = True) -> Outcome:
     }
     class_names = tuple(getattr(dataset, "attribute_classes", {}).get(primary, ()))
     return Outcome(record, z_audit, attributes[0], class_names)
+
+
+def _check_converged(cfg: ExperimentConfig, z: torch.Tensor, task: dict[str, float]) -> None:
+    """Raises TrainingDiverged for non-finite embeddings or task metrics, which the audit and
+    the record could not take (the setups score a non-finite encoder as NaN, not an error)."""
+    if not all_finite(z):
+        raise TrainingDiverged(cfg.lam, "non-finite embeddings")
+    bad = [name for name, value in task.items() if not math.isfinite(value)]
+    if bad:
+        raise TrainingDiverged(cfg.lam, f"non-finite test {', '.join(bad)}")
 
 
 def _audit_one(

@@ -44,6 +44,10 @@ class Setup:
         audit_split: ``(dataset, seed) -> (train_idx, test_idx)``, the rows the audit's
             attackers train on and are scored on (None: a seeded 80/20 split of the rows
             where the attribute is known).
+        check_data: ``(dataset) -> None``, raises ValueError when the dataset's split leaves
+            nothing to train on or to score (None: no check).
+        steps_per_epoch: ``(dataset) -> int``, the task steps of one epoch, which the
+            adversary schedule counts (None: not known before training, not checked).
     """
 
     name: str
@@ -56,6 +60,8 @@ class Setup:
     pretrain_epochs: int = 0
     attacks: Optional[tuple[str, ...]] = None
     audit_split: Optional[Callable[[Any, int], tuple[Tensor, Tensor]]] = None
+    check_data: Optional[Callable[[Any], None]] = None
+    steps_per_epoch: Optional[Callable[[Any], int]] = None
 
     def defaults(self) -> dict[str, Any]:
         return {

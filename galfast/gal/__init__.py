@@ -20,7 +20,13 @@ from galfast.gal.pairing import (
     pair_nodes,
     parse_pairing,
 )
-from galfast.gal.seeding import cuda_rng_devices, derive_seed, seeded_generator, seeded_globals
+from galfast.gal.seeding import (
+    check_seed,
+    cuda_rng_devices,
+    derive_seed,
+    seeded_generator,
+    seeded_globals,
+)
 from galfast.gal.sensitive import KINDS, KnownValues, SensitiveAttribute
 
 __all__ = [
@@ -31,6 +37,7 @@ __all__ = [
     "Pairing",
     "SensitiveAttribute",
     "adversary_loss",
+    "check_seed",
     "check_walkable",
     "clip_weights",
     "cuda_rng_devices",

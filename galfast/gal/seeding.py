@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -9,7 +10,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
-__all__ = ["cuda_rng_devices", "derive_seed", "seeded_generator", "seeded_globals"]
+__all__ = ["check_seed", "cuda_rng_devices", "derive_seed", "seeded_generator", "seeded_globals"]
 
 # One key per kind of random choice, named after the choice (not after who makes it): the
 # trainer's epoch seeds, walk pairings and adversary batches, and the post-hoc attacks (their
@@ -28,6 +29,24 @@ PURPOSES = {
     "kg_query_order": 9,
     "neighbor_sample": 10,
 }
+
+# derive_seed mixes 64 bits of a seed: a larger or a negative one would alias another seed.
+_SEED_LIMIT = 2**64
+
+
+def check_seed(name: str, seed: object) -> int:
+    """``seed`` as an int; ValueError naming ``name`` unless it is an integer (not a bool) in
+    ``[0, 2**64)``. Every seed of the public API is checked here: outside that range
+    :func:`derive_seed` would silently give another seed's draws."""
+    if not isinstance(seed, bool):
+        try:
+            value = operator.index(seed)
+        except TypeError:
+            pass
+        else:
+            if 0 <= value < _SEED_LIMIT:
+                return value
+    raise ValueError(f"{name} must be an int in [0, 2**64), got {seed!r}")
 
 
 def derive_seed(seed: int, purpose: str, *counters: int) -> int:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor
@@ -14,6 +15,7 @@ from galfast._dtypes import all_finite
 __all__ = ["KINDS", "KnownValues", "SensitiveAttribute", "as_attribute_list"]
 
 KINDS = ("binary", "categorical", "multilabel", "continuous")
+_TENSOR_FIELDS = ("values", "mask", "index")
 
 
 @dataclass(frozen=True, eq=False)
@@ -55,7 +57,11 @@ class SensitiveAttribute:
             at False rows are ignored). MovieLens: users, not movies.
         index: optional ``[K]`` int64 ids of the nodes where it is known; ``values`` then has
             ``K`` rows. At most one of ``mask`` and ``index``.
-        num_classes: categorical only: the number of classes (default: largest value + 1).
+        num_classes: categorical only: the number of classes, an int >= 2 above every value
+            (default: largest value + 1, at least 2).
+
+    The tensors are checked once, here: modifying them in place afterwards makes
+    :meth:`known` (so training and auditing) raise ValueError; build a new attribute instead.
 
     Example:
         >>> gender = SensitiveAttribute("gender", "binary", torch.tensor([0, 1, 1]),
@@ -90,16 +96,11 @@ class SensitiveAttribute:
             self._check_index()
         self._check_values()
         if self.kind == "categorical":
-            known = self._known_rows()
-            largest = int(known.max()) + 1 if known.numel() else 1
-            if self.num_classes is None:
-                object.__setattr__(self, "num_classes", max(largest, 2))
-            elif self.num_classes < largest:
-                raise ValueError(
-                    f"{self.name}: num_classes={self.num_classes} but a value is {largest - 1}"
-                )
+            object.__setattr__(self, "num_classes", self._checked_num_classes())
         elif self.num_classes is not None:
             raise ValueError(f"{self.name}: num_classes only applies to categorical attributes")
+        # The checks above hold while the tensors are unchanged (see check_unmodified).
+        object.__setattr__(self, "_versions", self._tensor_versions())
 
     # ---------------------------------------------------------------- validation
     def _check_values(self) -> None:
@@ -136,6 +137,22 @@ class SensitiveAttribute:
         if self.kind == "continuous" and not all_finite(known):
             raise ValueError(f"{name}: continuous values contain NaN or infinite entries")
 
+    def _checked_num_classes(self) -> int:
+        known = self._known_rows()
+        largest = int(known.max()) + 1 if known.numel() else 1
+        if self.num_classes is None:
+            return max(largest, 2)
+        # An int: 2.5 or NaN would pass the comparison below, and a bool is no count.
+        if isinstance(self.num_classes, bool) or not hasattr(type(self.num_classes), "__index__"):
+            raise ValueError(f"{self.name}: num_classes must be an int, got {self.num_classes!r}")
+        num_classes = operator.index(self.num_classes)
+        if num_classes < max(largest, 2):
+            raise ValueError(
+                f"{self.name}: num_classes={num_classes} but it must be at least 2 and above "
+                f"every value (the largest is {largest - 1})"
+            )
+        return num_classes
+
     def _check_mask(self) -> None:
         m = self.mask
         if not isinstance(m, Tensor) or m.dtype != torch.bool or m.dim() != 1:
@@ -163,6 +180,39 @@ class SensitiveAttribute:
     def _known_rows(self) -> Tensor:
         return self.values if self.mask is None else self.values[self.mask.to(self.values.device)]
 
+    def _tensor_versions(self) -> tuple[Optional[int], ...]:
+        # Inference tensors keep no version counter (nor can they change outside inference mode).
+        tensors = (getattr(self, field) for field in _TENSOR_FIELDS)
+        return tuple(None if t is None or t.is_inference() else t._version for t in tensors)
+
+    def check_unmodified(self) -> None:
+        """Raises ValueError when ``values``, ``mask`` or ``index`` was modified in place since
+        the attribute was built (and checked): a NaN, an out-of-range class or a negative id
+        written since would give wrong numbers or a raw indexing error. :meth:`known` (which
+        training and auditing call) checks this first. Edits that bypass the version counter
+        (``.data``, ``.numpy()``) are not seen."""
+        changed = [
+            field
+            for field, now, then in zip(_TENSOR_FIELDS, self._tensor_versions(), self._versions)
+            if now != then
+        ]
+        if changed:
+            raise ValueError(
+                f"SensitiveAttribute {self.name!r}.{changed[0]} was modified in place after it "
+                "was built (and checked); build a new SensitiveAttribute from the edited tensors"
+            )
+
+    # Copies and pickles reset their tensors' version counters: a copy is checked afresh
+    # and records its own.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_versions"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__post_init__()
+
     # ---------------------------------------------------------------- facts
     @property
     def num_outputs(self) -> int:
@@ -177,6 +227,7 @@ class SensitiveAttribute:
     def known(self, num_nodes: Optional[int] = None) -> KnownValues:
         """The nodes where the attribute is known and their targets, checked against a graph
         of ``num_nodes`` nodes (None: ids are not range-checked, e.g. graph-level datasets)."""
+        self.check_unmodified()
         if self.index is not None:
             if num_nodes is not None and self.index.numel() and int(self.index.max()) >= num_nodes:
                 raise ValueError(

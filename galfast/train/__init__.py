@@ -35,7 +35,7 @@ from galfast.train.tasks import (
     rating_mse,
     regression_loss,
 )
-from galfast.train.trainer import GALTrainer
+from galfast.train.trainer import GALTrainer, LossDiverged
 
 __all__ = [
     "Callback",
@@ -53,6 +53,7 @@ __all__ = [
     "History",
     "LinkBatch",
     "LinkBatches",
+    "LossDiverged",
     "NodeBatch",
     "NodeBatches",
     "NodeHead",

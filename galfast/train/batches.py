@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Union
 
 import torch
 from torch import Tensor
@@ -39,12 +39,22 @@ class NodeBatch:
         return NodeBatch(self.nodes.to(device), self.y.to(device))
 
 
+def _as_tensor(name: str, value: object) -> Tensor:
+    """``value`` as a tensor: lists and arrays are converted (as torch.as_tensor does)."""
+    if isinstance(value, Tensor):
+        return value
+    try:
+        return torch.as_tensor(value)
+    except (TypeError, ValueError, RuntimeError) as err:
+        raise ValueError(f"{name} must be a tensor (or a list or array of numbers): {err}") from err
+
+
 class NodeBatches:
     """Re-iterable mini-batches of labelled nodes.
 
     Args:
-        nodes: ``[K]`` int64 ids of the training nodes.
-        y: ``[K, ...]`` their targets (class ids, values).
+        nodes: ``[K]`` int64 ids of the training nodes (a tensor, a list or an array).
+        y: ``[K, ...]`` their targets (class ids, values; a tensor, a list or an array).
         batch_size: nodes per batch; None = all in one batch (full-batch training).
         shuffle: reshuffle every epoch.
 
@@ -55,15 +65,21 @@ class NodeBatches:
     """
 
     def __init__(
-        self, nodes: Tensor, y: Tensor, batch_size: Optional[int] = None, shuffle: bool = True
+        self,
+        nodes: Union[Tensor, Sequence[int]],
+        y: Union[Tensor, Sequence],
+        batch_size: Optional[int] = None,
+        shuffle: bool = True,
     ) -> None:
+        nodes, y = _as_tensor("nodes", nodes), _as_tensor("y", y)
         if nodes.dim() != 1 or nodes.dtype not in (torch.int64, torch.int32):
             raise ValueError(
                 f"nodes must be a 1-D int64 tensor, got shape {list(nodes.shape)} "
                 f"dtype {nodes.dtype}"
             )
-        if y.size(0) != nodes.numel():
-            raise ValueError(f"y has {y.size(0)} rows for {nodes.numel()} nodes")
+        rows = y.size(0) if y.dim() else 0  # a scalar has no rows
+        if rows != nodes.numel():
+            raise ValueError(f"y has {rows} rows for {nodes.numel()} nodes")
         if nodes.numel() and int(nodes.min()) < 0:  # would index from the end: the wrong nodes
             raise ValueError(f"nodes holds a negative node id ({int(nodes.min())})")
         check_batch_size(batch_size)

@@ -10,6 +10,7 @@ from typing import Any, Optional, Union
 
 from galfast.gal.adversary_losses import DISTANCES
 from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, check_walkable, parse_pairing
+from galfast.gal.seeding import check_seed
 from galfast.train.optimizers import OptimizerSpec, check_optimizer
 
 __all__ = ["ADV_UPDATES", "SCHEDULES", "GALConfig", "check_number"]
@@ -39,8 +40,9 @@ class GALConfig:
     """The hyperparameters of a GAL run (see :class:`~galfast.train.GALTrainer` for what each
     one does). Built from plain values, checked on construction (a bad value raises
     ValueError naming it), and normalised: ``pairing`` becomes a
-    :class:`~galfast.gal.Pairing`, ``lam`` a float. A resumed trainer must match the saved
-    config to be exact, so checkpoints store :meth:`to_checkpoint` and compare it."""
+    :class:`~galfast.gal.Pairing`, ``lam`` a float, ``seed`` an int. A resumed trainer must
+    match the saved config to be exact, so checkpoints store :meth:`to_checkpoint` and compare
+    it."""
 
     distance: str = "tv"
     lam: float = 0.5
@@ -80,7 +82,6 @@ class GALConfig:
         check_number("pretrain_epochs", self.pretrain_epochs, minimum=0, integer=True)
         check_number("lr", self.lr, minimum=0, strict=True)
         check_number("clip", self.clip, minimum=0, strict=True)
-        check_number("seed", self.seed, minimum=0, integer=True)
         check_optimizer(self.optimizer)
         if self.walk_mode not in WALK_MODES:
             raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {self.walk_mode!r}")
@@ -88,6 +89,7 @@ class GALConfig:
         object.__setattr__(self, "pairing", parse_pairing(self.pairing))
         check_walkable(self.pairing, self.walk_mode)
         object.__setattr__(self, "lam", float(self.lam))
+        object.__setattr__(self, "seed", check_seed("seed", self.seed))
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from typing import Any, Callable, Optional, Protocol, Union, runtime_checkable
 import torch
 from torch import Tensor, nn
 
-from galfast.gal.seeding import derive_seed, seeded_generator
+from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.graph import Graph
 from galfast.train.batch_indices import check_batch_size, index_batches
 
@@ -140,8 +140,8 @@ class GraphBatches:
             raise ValueError("index must be a 1-D integer tensor of graph positions")
         if index.numel() and (int(index.min()) < 0 or int(index.max()) >= len(graphs)):
             raise ValueError(f"index holds a graph position outside [0, {len(graphs)})")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-            raise ValueError(f"seed must be an int or None, got {seed!r}")
+        if seed is not None:
+            seed = check_seed("seed", seed)
         self.graphs, self.y, self.index = graphs, y, index.long().cpu()
         self.batch_size, self.shuffle, self.seed = batch_size, shuffle, seed
         self.transform, self.epoch = transform, 0

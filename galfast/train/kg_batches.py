@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from galfast.gal.seeding import derive_seed, seeded_generator
+from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.models.kg_queries import KGQueries
 from galfast.train.batches import check_batch_size
 
@@ -71,8 +71,8 @@ class OneToNBatches:
         if not isinstance(queries, KGQueries):
             raise ValueError(f"queries must be a KGQueries, got {type(queries).__name__}")
         check_batch_size(batch_size)
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ValueError(f"seed must be a non-negative int or None, got {seed!r}")
+        if seed is not None:
+            seed = check_seed("seed", seed)
         self.queries, self.batch_size, self.shuffle, self.seed = queries, batch_size, shuffle, seed
         self._next_epoch = 0
 

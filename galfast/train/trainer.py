@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -40,12 +41,51 @@ from galfast.train.sampled_steps import SampledSteps
 from galfast.train.sampling import NeighborSampling
 from galfast.train.step_graphs import StepGraphs
 
-__all__ = ["GALTrainer"]
+__all__ = ["GALTrainer", "LossDiverged"]
 
 CHECKPOINT_FORMAT = 1
+# What state_dict() writes, all of which load_state_dict() reads.
+_CHECKPOINT_KEYS = (
+    "format",
+    "config",
+    "encoder",
+    "task_head",
+    "attacker",
+    "task_optimizer",
+    "adversary_optimizer",
+    "epoch",
+    "step",
+    "history",
+)
 
 AttackerSpec = Union[nn.Module, Mapping[str, nn.Module], None]
 SensitiveSpec = Union[SensitiveAttribute, Sequence[SensitiveAttribute], None]
+
+
+class LossDiverged(ValueError):
+    """A loss of :meth:`GALTrainer.fit` became NaN or infinite: training diverged (``lam`` or
+    ``lr`` too large) or a feature, a target or the encoder's output holds NaN. Checked once
+    per epoch, so the epoch's later steps ran on; the trainer's state is unusable.
+
+    Attributes:
+        loss: which loss (``"task loss"``, ``"adversary loss of 'gender'"``).
+        epoch: the epoch, counted from 1.
+        step: the first of the epoch's steps of that loss (from 1) whose value was not
+            finite; None when each was finite but their mean overflowed.
+        value: that step's value (or the mean).
+    """
+
+    def __init__(self, loss: str, epoch: int, steps: list[float], mean: float) -> None:
+        bad = [i for i, v in enumerate(steps) if not math.isfinite(v)]
+        self.loss, self.epoch = loss, epoch
+        self.step = bad[0] + 1 if bad else None
+        self.value = steps[bad[0]] if bad else mean
+        where = f"epoch {epoch}" if self.step is None else f"epoch {epoch} step {self.step}"
+        super().__init__(
+            f"{loss} became {self.value} at {where} (of {len(steps)} that epoch): "
+            "training diverged; try a smaller lam or lr, and check the features, the targets "
+            "and the encoder's output for NaN"
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -129,12 +169,12 @@ class GALTrainer(SampledSteps):
         pretrain_epochs: task-only epochs at the start.
         lr: task learning rate; the adversary's is ``lr * lam``.
         clip: Wasserstein critic weight bound ``c`` (unused for ``"tv"``).
-        seed: every random draw of the run is keyed by (seed, epoch, step): the trainer's own
-            draws (adversary batches, walks) by step, and whatever the batches and modules
-            draw from torch's, NumPy's or Python's global generators (shuffles, negatives,
-            dropout) by epoch, as these are seeded at the start of every epoch (the caller's
-            states are restored after). Runs are reproducible and resumes exact without
-            saving generator states.
+        seed: an int in ``[0, 2**64)``; every random draw of the run is keyed by (seed, epoch,
+            step): the trainer's own draws (adversary batches, walks) by step, and whatever the
+            batches and modules draw from torch's, NumPy's or Python's global generators
+            (shuffles, negatives, dropout) by epoch, as these are seeded at the start of every
+            epoch (the caller's states are restored after). Runs are reproducible and resumes
+            exact without saving generator states.
         optimizer: ``"adam"`` (default), ``"adamw"``, ``"sgd"``, ``"rmsprop"`` or a factory
             ``(params, lr=...) -> torch.optim.Optimizer``, used for both optimizers.
         walk_mode: ``sample_nhop``'s mode for neighbour / n-hop pairing: ``"paper"`` (the
@@ -322,6 +362,9 @@ class GALTrainer(SampledSteps):
 
         Returns:
             The trainer's :class:`History` (one record per epoch, all fits together).
+
+        Raises:
+            LossDiverged: an epoch's task or adversary loss was NaN or infinite.
         """
         check_number("epochs", epochs, minimum=0, integer=True)
         if graph is not None and not isinstance(graph, Graph):
@@ -463,11 +506,13 @@ class GALTrainer(SampledSteps):
         phase = "pretrain" if pretrain else ("adversarial" if adversarial else "task")
         record: dict[str, Any] = {"epoch": self.epoch, "phase": phase}
         if task_losses:
-            record["task_loss"] = self._mean_over_steps(task_losses)
+            record["task_loss"] = self._mean_over_steps(task_losses, "task loss")
         record["task_steps"], record["adv_steps"] = len(task_losses), adv_steps
         for name, values in adv_losses.items():
             if values:
-                record[f"adv_loss/{name}"] = self._mean_over_steps(values)
+                record[f"adv_loss/{name}"] = self._mean_over_steps(
+                    values, f"adversary loss of {name!r}"
+                )
             if adversarial:
                 record[f"pairs/{name}"], record[f"pair_failures/{name}"] = (
                     pairs[name],
@@ -476,10 +521,16 @@ class GALTrainer(SampledSteps):
         record["seconds"] = time.perf_counter() - started
         return record
 
-    def _mean_over_steps(self, values: list[Tensor]) -> float:
+    def _mean_over_steps(self, values: list[Tensor], loss: str) -> float:
         """The mean over the epoch's steps of a loss; with several processes each step's value
-        is this process's share (loss x its part of the batch), summed over the processes."""
-        return float(self.process_group.sum(torch.stack(values)).mean())
+        is this process's share (loss x its part of the batch), summed over the processes.
+        Raises :class:`LossDiverged` when it is not finite: checked here, where the losses are
+        read back to the host anyway, so no step waits for the device."""
+        steps = self.process_group.sum(torch.stack(values))
+        mean = float(steps.mean())
+        if not math.isfinite(mean):
+            raise LossDiverged(loss, self.epoch, steps.tolist(), mean)
+        return mean
 
     def _encode(self, graph, inputs, batch) -> tuple[Tensor, Optional[Tensor]]:
         """``(z, ids)``: ids None means row i of z is node i (full-graph encoding)."""
@@ -722,8 +773,7 @@ class GALTrainer(SampledSteps):
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict` into this trainer (built with the same modules and
         hyperparameters; a mismatch raises ValueError naming the differing settings)."""
-        if state.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"unsupported checkpoint format {state.get('format')!r}")
+        _check_checkpoint(state, "state")
         differing = self.settings.differences(state["config"])
         if differing:
             detail = ", ".join(differing)
@@ -764,6 +814,7 @@ class GALTrainer(SampledSteps):
         """Loads a checkpoint written by :meth:`save_checkpoint` into this trainer; the next
         ``fit`` continues exactly where the saved run stopped. Returns ``self``."""
         state = torch.load(os.fspath(path), map_location=self.device, weights_only=True)
+        _check_checkpoint(state, os.fspath(path))
         self.load_state_dict(state)
         return self
 
@@ -817,6 +868,7 @@ class GALTrainer(SampledSteps):
             >>> trainer.fit(graph, batches, sensitive, epochs=50)  # doctest: +SKIP
         """
         state = torch.load(os.fspath(path), map_location=device or "cpu", weights_only=True)
+        _check_checkpoint(state, os.fspath(path))
         settings = GALConfig.from_checkpoint(state["config"], optimizer)
         trainer = cls.from_config(
             encoder,
@@ -829,3 +881,22 @@ class GALTrainer(SampledSteps):
         )
         trainer.load_state_dict(state)
         return trainer
+
+
+def _check_checkpoint(state: Any, source: str) -> None:
+    """ValueError unless ``state`` (read from ``source``) is what :meth:`GALTrainer.state_dict`
+    writes, in this format: another file would fail later with a bare KeyError."""
+    if not isinstance(state, Mapping):
+        raise ValueError(
+            f"{source} is not a GALTrainer checkpoint: it holds a {type(state).__name__}, "
+            "not a dict"
+        )
+    missing = [key for key in _CHECKPOINT_KEYS if key not in state]
+    if missing or not isinstance(state["config"], Mapping):
+        lacks = ", ".join(missing) if missing else "a config dict"
+        raise ValueError(f"{source} is not a GALTrainer checkpoint: it lacks {lacks}")
+    if state["format"] != CHECKPOINT_FORMAT:
+        raise ValueError(
+            f"{source} is a checkpoint of format {state['format']!r}; this version reads "
+            f"format {CHECKPOINT_FORMAT}"
+        )

@@ -1,0 +1,145 @@
+"""Resuming a sweep: a run file is kept only when it is a valid record of that very run (an
+edited or broken one is named and trained again), and distinct lambdas never share a file."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from galfast.cli import build_parser, main
+from galfast.cli import sweep as sweep_module
+from galfast.experiments import ExperimentConfig
+
+pytest.importorskip("matplotlib")
+
+SWEEP = [
+    "sweep",
+    "--dataset",
+    "synthetic-graph",
+    "--option",
+    "num_nodes=60",
+    "--option",
+    "num_features=8",
+    "--epochs",
+    "1",
+    "--attacker-epochs",
+    "1",
+    "--seeds",
+    "1",
+    "--audit",
+    "fast",
+    "--lam",
+    "0",
+    "--distance",
+    "tv",
+    "--quiet",
+]
+RUN_FILE = "synthetic-graph-gcn-node-tv-lam0-seed0.json"
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory) -> Path:
+    """A sweep folder holding one trained run (trained once for every test here)."""
+    out = tmp_path_factory.mktemp("sweep")
+    assert main([*SWEEP, "--out", str(out)]) == 0
+    return out
+
+
+def _audits(record):
+    return record["attributes"]["sensitive"]
+
+
+def _set_node_f1(value):
+    def edit(record):
+        _audits(record)["attack"]["node"]["macro_f1"] = value
+
+    return edit
+
+
+EDITS = {
+    "auc as text": lambda r: r.update(task={"auc": "abc"}),
+    "no auc": lambda r: r.update(task={}),
+    "null auc": lambda r: r.update(task={"auc": None}),
+    "NaN auc": lambda r: r.update(task={"auc": math.nan}),
+    "auc past 1": lambda r: r.update(task={"auc": 1.5}),
+    "attributes as text": lambda r: r.update(attributes="x"),
+    "no task": lambda r: r.pop("task"),
+    "no attacks": lambda r: _audits(r).update(attack={}),
+    "no baseline": lambda r: _audits(r).update(baseline={}),
+    "macro_f1 as text": _set_node_f1("high"),
+    "macro_f1 past 1": _set_node_f1(7.5),
+    "macro_f1 past floats": _set_node_f1(10**400),
+    "macro_f1 as a bool": _set_node_f1(True),
+    "another attribute": lambda r: r.update(attributes={"other": _audits(r)}),
+    "no attacker": lambda r: _audits(r)["attack"]["node"].pop("attacker"),
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS))
+def test_an_edited_run_record_is_named_and_trained_again(
+    edit, finished, tmp_path, capsys, monkeypatch
+):
+    shutil.copytree(finished / "runs", tmp_path / "runs")
+    path = tmp_path / "runs" / RUN_FILE
+    good = json.loads(path.read_text())
+    record = json.loads(path.read_text())
+    EDITS[edit](record)
+    path.write_text(json.dumps(record))
+    trained = []
+
+    def train(config, progress):
+        trained.append(config)
+        return SimpleNamespace(record=good)
+
+    monkeypatch.setattr(sweep_module, "run_experiment", train)
+    capsys.readouterr()
+    assert main([*SWEEP, "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert f"note: {path} is not a valid run record (" in out
+    assert "; training that run again" in out
+    assert len(trained) == 1
+    assert json.loads(path.read_text()) == good
+
+
+def test_json_nested_past_the_parsers_depth_is_trained_again(
+    finished, tmp_path, capsys, monkeypatch
+):
+    shutil.copytree(finished / "runs", tmp_path / "runs")
+    path = tmp_path / "runs" / RUN_FILE
+    good = json.loads(path.read_text())
+    path.write_text("[" * 100_000)
+    monkeypatch.setattr(
+        sweep_module, "run_experiment", lambda *a, **k: SimpleNamespace(record=good)
+    )
+    assert main([*SWEEP, "--out", str(tmp_path)]) == 0
+    assert "is not a valid run record (maximum recursion depth" in capsys.readouterr().out
+
+
+def test_an_untouched_run_record_is_kept(finished, tmp_path, monkeypatch):
+    shutil.copytree(finished / "runs", tmp_path / "runs")
+    monkeypatch.setattr(sweep_module, "run_experiment", None)  # a call would fail the test
+    assert main([*SWEEP, "--out", str(tmp_path)]) == 0
+
+
+def test_distinct_lambdas_get_distinct_run_files_and_usual_ones_keep_their_names(tmp_path):
+    def name(lam):
+        config = ExperimentConfig(dataset="synthetic-graph", lam=lam)
+        return re.search(r"-tv-(lam.*)-seed0", sweep_module.run_path(tmp_path, config).name)[1]
+
+    usual = [0.0, 0.1, 0.5, 1.0, 2.0, 10.0, 1e-05, 1e20]
+    assert [name(lam) for lam in usual] == [f"lam{lam:g}" for lam in usual]  # as sweeps wrote
+    assert name(0.1000001) == "lam0.1000001" != name(0.1)
+    assert name(123456789.0) == "lam123456789.0" != name(123457000.0)
+
+
+def test_minus_zero_is_lambda_zero():
+    args = build_parser().parse_args(["sweep", "--out", "o", "--lam=-0,1"])
+    assert [math.copysign(1, lam) for lam in args.lam] == [1, 1]
+    args = build_parser().parse_args(["run", "--lam", "-0"])
+    assert math.copysign(1, args.lam) == 1
