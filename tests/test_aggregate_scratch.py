@@ -3,12 +3,10 @@ across calls: allocated per call, a large copy went back to the system on every 
 faulted in again on the next call (a call 5-7x slower on a VM; docs/benchmarks.md)."""
 
 import platform
-import subprocess
-import sys
 import textwrap
 
 import pytest
-from same_galfast import GALFAST_PARENT, same_galfast_env
+from same_galfast import run_python
 
 # Runs in a fresh process whose malloc hands every block over 64 KiB to mmap and back (as glibc
 # does by default until its threshold adapts, and again whenever the heap is trimmed), then
@@ -49,15 +47,7 @@ _FAULTS_PER_CALL = textwrap.dedent(
 @pytest.mark.parametrize("features,dtype", [(16, "float32"), (20, "float32"), (20, "float64")])
 def test_the_folded_copy_is_not_faulted_in_on_every_call(features, dtype):
     script = _FAULTS_PER_CALL.format(features=features, dtype=dtype)
-    result = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=GALFAST_PARENT,
-        env=same_galfast_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stderr
+    result = run_python(script, timeout=120)
     faults, copy_pages, same = result.stdout.split()
     faults, copy_pages = float(faults), int(copy_pages)
     assert same == "True"

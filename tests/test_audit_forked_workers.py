@@ -6,12 +6,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import subprocess
 import sys
 
 import pytest
 import torch
-from same_galfast import GALFAST_PARENT, same_galfast_env
+from same_galfast import run_python
 
 from galfast.audit.forked_workers import ForkedWorkers, forking_is_safe
 from galfast.audit.jobs import Jobs
@@ -139,16 +138,7 @@ audit(torch.randn(60, 8), attr, train_idx=torch.arange(40), test_idx=torch.arang
       attacks=["node"], seeds=2, epochs=1, min_steps=1, threads=2, workers=2)
 print("finished")
 """
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        cwd=GALFAST_PARENT,
-        env=same_galfast_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "finished"
+    assert run_python(script, timeout=120).stdout.strip() == "finished"
 
 
 def test_one_worker_runs_in_the_callers_thread_and_forks_nothing():
@@ -250,14 +240,7 @@ def test_pools_a_worker_loads_for_a_call_are_limited():
     # In a fresh process: the worker loads scikit-learn (and the OpenMP and BLAS libraries it
     # brings, whose pools start at one thread per core) for the call, and limits them first.
     pytest.importorskip("sklearn")
-    out = subprocess.run(
-        [sys.executable, "-c", _POOLS_IN_A_WORKER],
-        cwd=GALFAST_PARENT,
-        env=same_galfast_env(),
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr
+    out = run_python(_POOLS_IN_A_WORKER)
     seen, parent_loaded = json.loads(out.stdout.strip().splitlines()[-1])
     assert any("scikit_learn" in path for path in seen)
     assert set(seen.values()) == {1} and not parent_loaded

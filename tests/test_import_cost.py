@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
-from same_galfast import GALFAST_PARENT, same_galfast_env
+from same_galfast import run_python
 
 HEAVY = ("sklearn", "scipy", "pandas", "matplotlib", "torch_geometric")
 
@@ -22,14 +20,7 @@ print(json.dumps(sorted({{m.split(".")[0] for m in sys.modules}} & set({heavy!r}
 
 
 def _heavy_modules_after(body: str) -> list[str]:
-    out = subprocess.run(
-        [sys.executable, "-c", _LOADED.format(body=body, heavy=HEAVY)],
-        cwd=GALFAST_PARENT,
-        env=same_galfast_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_python(_LOADED.format(body=body, heavy=HEAVY))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -105,13 +96,6 @@ print(json.dumps(seen))
 def test_scikit_learns_pools_are_limited_though_it_loads_in_the_audit():
     # scikit-learn's OpenMP and BLAS libraries load with it, inside the audit now: they must
     # load before the audit limits the pools, or k-NN and the trees run on every core.
-    out = subprocess.run(
-        [sys.executable, "-c", _POOLS_DURING_FITS],
-        cwd=GALFAST_PARENT,
-        env=same_galfast_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    out = run_python(_POOLS_DURING_FITS)
     threads = json.loads(out.stdout.strip().splitlines()[-1])
     assert threads and set(threads) == {1}

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from test_cli_errors import TINY
 
 from galfast.cli import build_parser, main
 from galfast.cli import sweep as sweep_module
@@ -18,28 +19,7 @@ from galfast.experiments import ExperimentConfig
 
 pytest.importorskip("matplotlib")
 
-SWEEP = [
-    "sweep",
-    "--dataset",
-    "synthetic-graph",
-    "--option",
-    "num_nodes=60",
-    "--option",
-    "num_features=8",
-    "--epochs",
-    "1",
-    "--attacker-epochs",
-    "1",
-    "--seeds",
-    "1",
-    "--audit",
-    "fast",
-    "--lam",
-    "0",
-    "--distance",
-    "tv",
-    "--quiet",
-]
+SWEEP = ["sweep", *TINY, "--audit", "fast", "--lam", "0", "--distance", "tv"]
 RUN_FILE = "synthetic-graph-gcn-node-tv-lam0-seed0.json"
 
 

@@ -1,12 +1,9 @@
 """The trainer's lean fused Adam / AdamW: bitwise torch's fused step, torch's step for any
 other configuration, no torch._dynamo import."""
 
-import subprocess
-import sys
-
 import pytest
 import torch
-from same_galfast import GALFAST_PARENT, same_galfast_env
+from same_galfast import run_python
 
 from galfast.train.lean_adam import LeanAdam, LeanAdamW
 from galfast.train.optimizers import make_optimizer
@@ -186,14 +183,7 @@ def test_training_imports_no_dynamo(device):
         "assert float(p[0]) > 0\n"
         "print('torch._dynamo' in sys.modules)\n"
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        cwd=GALFAST_PARENT,
-        env=same_galfast_env(),
-    )
-    assert out.returncode == 0, out.stderr
+    out = run_python(code)
     assert out.stdout.strip() == "False"
 
 
