@@ -266,6 +266,15 @@ def test_audit_inputs_of_the_wrong_shape_are_named(audit_files, which, value, me
     assert message in one_error_line(capsys, "audit")
 
 
+def test_audit_walks_that_all_fail_on_the_graph_are_one_line(audit_files, capsys):
+    # Nodes in pairs: every node has an edge, yet a 3-hop walk must step back onto its path.
+    torch.save(torch.arange(20).view(10, 2).t(), audit_files / "pairs.pt")
+    argv = audit_argv(audit_files, graph="pairs.pt")
+    assert main([*argv, "--attacks", "nhop:3"]) == 2
+    line = one_error_line(capsys, "audit")
+    assert "every walk failed" in line and "--attacks node" in line
+
+
 def test_audit_walk_attack_without_graph(audit_files, capsys):
     argv = ["audit", str(audit_files / "z.pt"), "--labels", str(audit_files / "labels.pt")]
     assert main([*argv, "--attacks", "nhop:2"]) == 2

@@ -1,6 +1,6 @@
 """Post-hoc auditing: worst-case attackers on frozen embeddings, with a printable report."""
 
-from galfast.audit.audit_embeddings import STRENGTHS, audit
+from galfast.audit.audit_embeddings import STRENGTHS, WalksFailed, audit
 from galfast.audit.bounds import TradeoffBound, tradeoff_bound
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.search import SearchConfig
@@ -15,6 +15,7 @@ __all__ = [
     "STRENGTHS",
     "SearchConfig",
     "TradeoffBound",
+    "WalksFailed",
     "audit",
     "audit_split",
     "summarize",

@@ -44,7 +44,13 @@ from galfast.gal.seeding import check_seed, derive_seed
 from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
 
-__all__ = ["STRENGTHS", "audit"]
+__all__ = ["STRENGTHS", "WalksFailed", "audit"]
+
+
+class WalksFailed(ValueError):
+    """A neighbour or n-hop attack found no walk from the training or the test nodes (all are
+    isolated, or every walk ends in a node with no way on): there is nothing to attack."""
+
 
 # "fast": the fixed attackers the paper used (an MLP and a linear model reading one node's
 # embedding); "strong": those plus every tuned, graph and non-neural family.
@@ -398,7 +404,7 @@ def _submit_attack(
             walk_mode,
         )
         if x_tr.size(0) == 0 or x_te.size(0) == 0:
-            raise ValueError(
+            raise WalksFailed(
                 f"{attr.name}, attack {pairing.name!r}: every walk failed on the "
                 "training or the test nodes"
             )

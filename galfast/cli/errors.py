@@ -3,14 +3,15 @@
 
 Only mistakes in what the user gave become a :class:`UsageError`, converted where the input is
 read (options, files, the dataset); :func:`error_line` also words the library's exceptions
-that report the user's settings (a lambda too large to train). An exception anywhere else is
-a bug and keeps its traceback.
+that report the user's settings (a lambda too large to train, a graph without walks). An
+exception anywhere else is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
+from galfast.audit import WalksFailed
 from galfast.experiments import TrainingDiverged
 
 __all__ = ["UsageError", "error_line", "option_for"]
@@ -27,6 +28,8 @@ def error_line(error: BaseException) -> Optional[str]:
         return str(error)
     if isinstance(error, TrainingDiverged):
         return f"{error}; try a smaller --lam" if error.lam > 0 else str(error)
+    if isinstance(error, WalksFailed):  # the graph given leaves the walk attacks nothing
+        return f"{error}; leave out the neighbor and nhop attacks (--attacks node) for it"
     return None
 
 
