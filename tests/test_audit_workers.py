@@ -147,23 +147,27 @@ def test_bad_workers():
 
 
 def test_no_more_workers_start_than_there_are_fits(monkeypatch):
-    # workers=1000 forked 1000 processes for a handful of fits, 10**6 forked for ever.
+    # workers=1000 forked 1000 processes for a handful of fits, 10**6 forked for ever; the
+    # default (up to 8) forked as many for any audit.
     from galfast.audit import audit_embeddings
 
-    asked = []
+    started = []
 
-    def jobs(workers, threads, processes=None):
-        asked.append(workers)
-        return Jobs(1, threads)  # the fits run here: the request is what is checked
+    def jobs(workers, threads, processes=None, most=None):
+        started.append(Jobs(workers, threads, processes, most=most)._workers)  # forks nothing
+        return Jobs(1, threads)  # the fits run here: the worker count is what is checked
 
     monkeypatch.setattr(audit_embeddings, "Jobs", jobs)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(64)), raising=False)
     z, graph, attrs = _case(n=40)
     base = dict(train_idx=torch.arange(30), test_idx=torch.arange(30, 40), epochs=1)
     audit(z, attrs, attacks=("node",), seeds=2, workers=10**6, min_steps=1, **base)
     strong = dict(strength="strong", search=SearchConfig(trials=2, max_epochs=2, patience=1))
     audit(z, attrs[0], attacks=("node",), seeds=1, workers=1000, **strong, **base)
-    # 2 attributes x 2 seeds x (mlp, linear); mlp, linear, tuned-mlp's 2 trials, knn, hgb.
-    assert asked == [8, 6]
+    audit(z, attrs[0], attacks=("node",), seeds=1, min_steps=1, **base)
+    # 2 attributes x 2 seeds x (mlp, linear); mlp, linear, tuned-mlp's 2 trials, knn, hgb;
+    # the default's 8 processes (64 cores) for mlp and linear.
+    assert started == [8, 6, 2]
 
 
 @pytest.mark.parametrize(

@@ -288,11 +288,9 @@ def audit(
     tradeoffs: list[TradeoffBound] = []
     bar = tqdm(total=len(attrs) * len(pairings), disable=not progress, desc="audit")
     views: dict = {}  # the graph families' aggregated neighbourhoods, shared by attributes
-    if workers is not None:
-        # Workers beyond the fits would only idle, each a forked process on CPU.
-        workers = min(workers, _max_fits(len(attrs), pairings, fast, strong, seeds, search.trials))
+    fits = _max_fits(len(attrs), pairings, fast, strong, seeds, search.trials)
     # Fits on a GPU stay in this process: a forked worker cannot use its CUDA context.
-    jobs = Jobs(workers, threads, processes=None if z.device.type == "cpu" else False)
+    jobs = Jobs(workers, threads, None if z.device.type == "cpu" else False, most=fits)
     # Forked workers load scikit-learn themselves: the one that runs the classic fits.
     threads_load = any(f in CLASSIC_FAMILIES for f in families) and not jobs.forks
     sklearn_modules = CLASSIC_MODULES if threads_load else ()

@@ -54,8 +54,9 @@ def seeded_init(seed: int) -> Iterator[None]:
 
 class Jobs:
     """Runs ``submit``-ted calls on ``workers`` workers (``workers == 1``: at once, in the
-    caller's thread; None: :func:`default_workers` of the kind picked), each with ``threads``
-    intra-op threads in torch's and the native pools.
+    caller's thread; None: :func:`default_workers` of the kind picked; never more than
+    ``most``, the calls to come, where given), each with ``threads`` intra-op threads in torch's
+    and the native pools.
 
     A free worker takes the queued call with the largest ``cost`` (then the earliest): the
     audit hands out all its fits at once, and starting the longest first lets the workers
@@ -76,15 +77,22 @@ class Jobs:
     pickle (module-level functions, no closures)."""
 
     def __init__(
-        self, workers: Optional[int], threads: int, processes: Optional[bool] = None
+        self,
+        workers: Optional[int],
+        threads: int,
+        processes: Optional[bool] = None,
+        most: Optional[int] = None,
     ) -> None:
         if processes is None:
             # Forking now is safe, or it is not needed: standby workers forked before CUDA
             # started (a GPU run's, see forked_workers) are all the workers wanted.
             wanted = default_workers() if workers is None else workers
+            wanted = wanted if most is None else min(wanted, most)
             processes = forking_is_safe(threads) or standby_workers(threads) >= wanted > 1
         if workers is None:
             workers = default_workers(processes)
+        if most is not None:  # workers beyond the calls to come would only idle
+            workers = max(1, min(workers, most))
         self._threads = threads
         self._pool: Optional[ThreadPoolExecutor] = None
         self._queue: list[_Call] = []
