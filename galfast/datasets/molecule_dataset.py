@@ -22,6 +22,33 @@ def _check_ptr(name: str, ptr: Tensor, total: int) -> None:
         raise ValueError(f"{name} must rise from 0 to {total} without decreasing")
 
 
+def _indices(indices: Any, g: int) -> Tensor:
+    """``indices`` as a 1-D int64 tensor of positions, a boolean mask as the positions it
+    selects; floats and other non-integer values refused."""
+    if isinstance(indices, Tensor):
+        ids = indices
+    else:
+        try:
+            ids = torch.as_tensor(indices)
+        except (TypeError, ValueError, RuntimeError) as err:
+            raise TypeError(
+                f"indices must be integer positions or a boolean mask, got {type(indices).__name__}"
+            ) from err
+        if ids.numel() == 0:
+            ids = ids.long()  # [] converts to float32: no values, nothing to misread
+    if ids.dtype == torch.bool:
+        if ids.dim() != 1 or ids.numel() != g:
+            raise ValueError(
+                f"a boolean mask of molecules must be 1-D with {g} entries (one per molecule), "
+                f"got shape {list(ids.shape)}"
+            )
+        return ids.nonzero().view(-1)
+    if ids.is_floating_point() or ids.is_complex():
+        if ids.numel():
+            raise TypeError(f"indices must be integers (molecule positions), got {ids.dtype}")
+    return ids.long().reshape(-1)
+
+
 @dataclass(frozen=True, eq=False, repr=False)
 class MoleculeDataset:
     """Molecules (atoms, bonds, positions, targets) for graph-level learning.
@@ -93,6 +120,35 @@ class MoleculeDataset:
             sizes = (self.node_ptr.diff())[self._edge_molecule()]
             if bool(((self.edge_index < 0) | (self.edge_index >= sizes)).any()):
                 raise ValueError("edge_index holds an atom index outside its molecule")
+        # The structure checked above, as of now: an in-place edit afterwards (which could
+        # make an edge cross molecules or an offset run past the arrays) is refused by
+        # check_unmodified() instead of giving wrong batches.
+        object.__setattr__(self, "_versions", self._structure_versions())
+
+    def _structure_versions(self) -> tuple[int, int, int]:
+        return (self.edge_index._version, self.node_ptr._version, self.edge_ptr._version)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        # Unpickled tensors start new version counters: remember those.
+        self.__dict__.update(state)
+        object.__setattr__(self, "_versions", self._structure_versions())
+
+    def check_unmodified(self) -> None:
+        """Raises ValueError when ``edge_index``, ``node_ptr`` or ``edge_ptr`` was modified in
+        place since the dataset was built (:meth:`batch` and :meth:`subset` call this first):
+        the constructor's checks no longer hold for them. Build a new dataset instead
+        (``dataclasses.replace`` checks it again). Edits that bypass the version counter
+        (``.data``, ``.numpy()``) are not seen. Feature and target values (``x``, ``y``, ...)
+        may be edited in place."""
+        versions = self._structure_versions()
+        if versions == self._versions:
+            return
+        names = ("edge_index", "node_ptr", "edge_ptr")
+        changed = next(n for n, a, b in zip(names, versions, self._versions) if a != b)
+        raise ValueError(
+            f"MoleculeDataset.{changed} was modified in place after the dataset was built; "
+            "build a new dataset (e.g. dataclasses.replace) so that it is checked again"
+        )
 
     def _edge_molecule(self) -> Tensor:
         counts = self.edge_ptr.diff()
@@ -120,10 +176,16 @@ class MoleculeDataset:
         return self.y[:, self.target_names.index(name)]
 
     def batch(self, indices: Union[Tensor, Sequence[int]]) -> MoleculeBatch:
-        """The molecules ``indices`` (dataset positions, in that order) merged into one
-        :class:`MoleculeBatch`."""
-        ids = torch.as_tensor(indices, dtype=torch.long, device=self.y.device).view(-1)
+        """The molecules ``indices`` merged into one :class:`MoleculeBatch`.
+
+        ``indices`` are integer dataset positions (a tensor of any integer dtype, a sequence
+        or an int; negative counts from the end), taken in that order, or a boolean mask of
+        ``len(self)`` entries selecting molecules in dataset order, as ``tensor[mask]``
+        indexes. Float indices are refused (TypeError), as is a boolean tensor of another
+        length (ValueError); an index outside ``[-len, len)`` raises IndexError."""
+        self.check_unmodified()
         g = len(self)
+        ids = _indices(indices, g).to(self.y.device)
         if ids.numel() and (int(ids.min()) < -g or int(ids.max()) >= g):
             raise IndexError(f"molecule index out of range for {g} molecules")
         ids = ids % max(g, 1)
@@ -150,6 +212,7 @@ class MoleculeDataset:
     def subset(self, count: int, seed: int = 0) -> MoleculeDataset:
         """`count` molecules drawn by a seeded shuffle (kept in dataset order): a smaller
         dataset for reduced runs, noted in ``notes``."""
+        self.check_unmodified()
         g = len(self)
         if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= g:
             raise ValueError(f"count must be an int in [1, {g}], got {count!r}")
@@ -176,6 +239,7 @@ class MoleculeDataset:
 
     def to(self, device: Any) -> MoleculeDataset:
         """A copy with every tensor on `device`."""
+        self.check_unmodified()
         return to_device(self, device)
 
     def __repr__(self) -> str:

@@ -89,4 +89,11 @@ class ConvEDecoder(nn.Module):
 
     def forward(self, head: Tensor, relation: Tensor, entities: Tensor) -> Tensor:
         check_query_embeddings(head, relation, entities, self.dim, self.num_entities)
+        weight = self.fc.weight
+        autocast = torch.is_autocast_enabled(head.device.type)  # casts the layers' inputs itself
+        if head.dtype != weight.dtype and not autocast:
+            raise ValueError(
+                f"head, relation and entities are {head.dtype} but the decoder's parameters are "
+                f"{weight.dtype}: cast the inputs or the decoder (e.g. decoder.to({head.dtype}))"
+            )
         return self.query(head, relation) @ entities.t() + self.bias

@@ -35,7 +35,9 @@ class EmbeddingEncoder(nn.Module):
             at most ``max_norm``, as ``nn.Embedding(max_norm=...)`` does (the original GAL
             MovieLens code uses 1). Done by one vectorised ``renorm`` over the whole table
             when message passing reads every node (no ``unique``, so no GPU sync), where
-            ``nn.Embedding`` loops over the rows on the CPU.
+            ``nn.Embedding`` loops over the rows on the CPU. The ids are checked first
+            (TypeError unless int64/int32; on the CPU, ValueError for an id outside
+            ``[0, num_nodes)``), so a bad id never renormalises a row.
 
     Called as the trainer's encoder with node ids: ``encoder(ids, graph) -> [len(ids), D']``
     (``ids`` must cover all graph nodes, in order, whenever ``convs`` is not empty), or on a
@@ -70,6 +72,8 @@ class EmbeddingEncoder(nn.Module):
         self.activation = nn.ReLU() if activation is None else activation
 
     def forward(self, ids: Tensor, graph: Graph) -> Tensor:
+        if not isinstance(ids, Tensor):
+            raise TypeError(f"ids must be a tensor of node ids, got {type(ids).__name__}")
         sampled = is_blocks(graph)
         if self.convs and not sampled and ids.numel() != graph.num_nodes:
             raise ValueError(
@@ -99,9 +103,14 @@ class EmbeddingEncoder(nn.Module):
         return self.activation(h) if i < len(self.convs) - 1 else h
 
     def _embedded(self, ids: Tensor, every_node: bool) -> Tensor:
+        # The ids are checked before the in-place renorm can write a row. The trainer's
+        # per-step ids (the cached arange, recognised by identity) need no further check.
+        in_order = every_node and self._every_row_in_order(ids)
+        if not in_order:
+            self._check_ids(ids)
         if self.max_norm is not None:
             self._renorm_looked_up(ids, every_node)
-        if every_node and self._every_row_in_order(ids):
+        if in_order:
             # The table itself: no gather, and its gradient arrives without a scatter.
             h = self.embedding.weight
         elif self.convs:
@@ -111,6 +120,22 @@ class EmbeddingEncoder(nn.Module):
         else:
             h = self.embedding(ids)
         return self.norm(h)
+
+    def _check_ids(self, ids: Tensor) -> None:
+        """Raises TypeError unless ``ids`` is an int64/int32 tensor, and ValueError (naming
+        the first bad id) when one lies outside ``[0, num_nodes)``. Values are read on the
+        CPU only: on an accelerator that would make every step wait for the device (there,
+        an id out of range fails in torch's own device-side check)."""
+        if not isinstance(ids, Tensor):
+            raise TypeError(f"ids must be a tensor of node ids, got {type(ids).__name__}")
+        if ids.dtype not in (torch.int64, torch.int32):
+            raise TypeError(f"ids must be an int64 or int32 tensor of node ids, got {ids.dtype}")
+        if ids.device.type != "cpu" or ids.numel() == 0 or torch.compiler.is_compiling():
+            return
+        rows = self.embedding.num_embeddings
+        if int(ids.min()) < 0 or int(ids.max()) >= rows:
+            bad = ids.reshape(-1)[((ids < 0) | (ids >= rows)).reshape(-1)][0]
+            raise ValueError(f"ids must lie in [0, num_nodes={rows}), got node id {int(bad)}")
 
     def _every_row_in_order(self, ids: Tensor) -> bool:
         """``ids`` is ``arange(num_nodes)`` (the trainer's full-graph encoding, every step).
@@ -124,7 +149,9 @@ class EmbeddingEncoder(nn.Module):
         checked = self.__dict__.get("_checked_ids")
         if checked is not None and checked[0] is ids and checked[1] == ids._version:
             return True
-        if not torch.equal(ids, torch.arange(rows, dtype=ids.dtype)):
+        if ids.dtype not in (torch.int64, torch.int32) or not torch.equal(
+            ids, torch.arange(rows, dtype=ids.dtype)
+        ):
             return False
         self.__dict__["_checked_ids"] = (ids, ids._version)
         return True

@@ -66,8 +66,27 @@ class KGQueries:
     def _keys(self, entity: Tensor, relation: Tensor) -> Tensor:
         return entity * (2 * self.num_relations) + relation
 
+    def _check_ids(self, **ids: Tensor) -> None:
+        """Raises ValueError unless the ids are integer tensors of one shape with entities
+        (and answers) in ``[0, N)`` and relations in ``[0, 2R)``: an id out of range would
+        otherwise pack into another query's key."""
+        shape = None
+        for name, value in ids.items():
+            if not isinstance(value, Tensor):
+                raise ValueError(f"{name} must be a tensor of ids, got {type(value).__name__}")
+            if value.dtype == torch.bool or value.is_floating_point() or value.is_complex():
+                raise ValueError(f"{name} ids must be integers, got {value.dtype}")
+            if shape is not None and value.shape != shape:
+                raise ValueError(f"{', '.join(ids)} must have the same shape")
+            shape = value.shape
+            bound = 2 * self.num_relations if name == "relation" else self.num_entities
+            if value.numel() and bool(((value < 0) | (value >= bound)).any()):
+                note = " (relations and their inverses, 2R)" if name == "relation" else ""
+                raise ValueError(f"{name} holds an id outside [0, {bound}){note}")
+
     def find(self, entity: Tensor, relation: Tensor) -> Tensor:
         """``[B]`` query index of each ``(entity[i], relation[i])``, -1 where it has no answer."""
+        self._check_ids(entity=entity, relation=relation)
         keys = self._keys(self.queries[:, 0], self.queries[:, 1])
         wanted = self._keys(entity.to(keys.device), relation.to(keys.device))
         if keys.numel() == 0:
@@ -77,6 +96,7 @@ class KGQueries:
 
     def contains(self, entity: Tensor, relation: Tensor, answer: Tensor) -> Tensor:
         """``[B]`` bool: whether ``answer[i]`` is a known answer of ``(entity[i], relation[i])``."""
+        self._check_ids(entity=entity, relation=relation, answer=answer)
         counts = self.offsets.diff()
         query_keys = self._keys(self.queries[:, 0], self.queries[:, 1])
         pair_keys = torch.repeat_interleave(query_keys, counts) * self.num_entities + self.answers
@@ -89,6 +109,14 @@ class KGQueries:
     def answer_pairs(self, index: Tensor) -> tuple[Tensor, Tensor]:
         """For queries ``index`` ``[B]`` (-1 = none): ``(row, entity)`` of every answer, ``row``
         being the position in `index`."""
+        if not isinstance(index, Tensor) or index.dim() != 1:
+            raise ValueError(f"index must be a [B] tensor, got {getattr(index, 'shape', None)}")
+        if index.dtype == torch.bool or index.is_floating_point() or index.is_complex():
+            raise ValueError(f"index must hold integer query indices, got {index.dtype}")
+        # Values are checked on the CPU only: OneToNBatches calls this per training step.
+        if index.device.type == "cpu" and index.numel():
+            if bool(((index < -1) | (index >= self.num_queries)).any()):
+                raise ValueError(f"index holds a query index outside [-1, {self.num_queries})")
         index = index.to(self.offsets.device)
         valid = index >= 0
         safe = torch.where(valid, index, torch.zeros_like(index))

@@ -54,6 +54,12 @@ def filtered_ranks(
             f"scores must be [B, N] and answers [B], got {list(scores.shape)} and "
             f"{list(answers.shape)}"
         )
+    if scores.size(1) == 0:
+        raise ValueError("scores must have at least one entity column, got [B, 0]")
+    if answers.dtype == torch.bool or answers.is_floating_point() or answers.is_complex():
+        raise ValueError(f"answers must be integer entity ids, got {answers.dtype}")
+    if answers.numel() and bool(((answers < 0) | (answers >= scores.size(1))).any()):
+        raise ValueError(f"answers hold an entity id outside [0, {scores.size(1)})")
     if known is not None and (known.shape != scores.shape or known.dtype != torch.bool):
         raise ValueError(f"known must be a bool tensor of shape {list(scores.shape)}")
     if bool(torch.isnan(scores).any()):
@@ -167,6 +173,15 @@ def evaluate_link_prediction(
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    if not isinstance(known, KGQueries):
+        raise ValueError(f"known must be a KGQueries, got {type(known).__name__}")
+    for name in ("num_entities", "num_relations"):  # a model's scorer tells its sizes
+        size = getattr(score, name, None)
+        if isinstance(size, int) and size != getattr(known, name):
+            raise ValueError(
+                f"known was built for {name}={getattr(known, name)} but the scorer's model has "
+                f"{name}={size}: build it with kg_queries(all_triples, N, R) of the model's graph"
+            )
     check_triples(triples, known.num_entities, known.num_relations)
     heads, relations, tails = triples.unbind(1)
     inverse = relations + known.num_relations

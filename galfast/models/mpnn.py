@@ -115,13 +115,13 @@ class MPNN(torch.nn.Module):
     ) -> Tensor:
         """The Set2Set readout ``[num_graphs, 2 * dim]``, before ``lin1``: the graph
         embedding GAL's QM9 adversary and attacker read."""
-        if not isinstance(x, Tensor) or x.dim() != 2:
-            raise ValueError(f"x must be a [num_nodes, {self.lin0.in_features}] tensor")
+        self._check_features("x", x, "in_channels", self.lin0)
         # The CSR and the edge order once for all T steps.
         graph, order = graph_and_order(edge_index_or_graph, x.size(0))
-        if not isinstance(edge_attr, Tensor) or edge_attr.size(0) != graph.num_edges:
+        self._check_features("edge_attr", edge_attr, "edge_channels", self.conv.nn[0])
+        if edge_attr.size(0) != graph.num_edges:
             raise ValueError(
-                f"edge_attr must be a tensor with one row per edge ({graph.num_edges})"
+                f"edge_attr must have one row per edge ({graph.num_edges}), got {edge_attr.size(0)}"
             )
         if order is not None:
             edge_attr = edge_attr[order]
@@ -132,6 +132,25 @@ class MPNN(torch.nn.Module):
             out, state = self.gru(messages.unsqueeze(0), state)
             out = out.squeeze(0)
         return self.set2set(out, batch, dim_size=num_graphs)
+
+    @staticmethod
+    def _check_features(name: str, value: Tensor, channels: str, linear: torch.nn.Linear) -> None:
+        """``value`` is ``[rows, linear.in_features]`` in the dtype of ``linear``'s weight
+        (any float dtype under autocast, which casts it)."""
+        width = linear.in_features
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name} must be a tensor, got {type(value).__name__}")
+        if value.dim() != 2 or value.size(1) != width:
+            raise ValueError(
+                f"{name} must have shape [rows, {channels}={width}], got {list(value.shape)}"
+            )
+        dtype = linear.weight.dtype
+        if not value.is_floating_point() or (
+            value.dtype != dtype and not torch.is_autocast_enabled(value.device.type)
+        ):
+            raise TypeError(
+                f"{name} must be a {dtype} tensor (the model's parameters), got {value.dtype}"
+            )
 
     def forward(
         self,
