@@ -12,6 +12,7 @@ import torch
 from torch import Tensor
 
 from galfast._dtypes import all_finite
+from galfast._versions import check_unedited
 
 __all__ = ["CSC", "Graph", "check_csr", "check_op_graph", "coalesce", "lexsort", "plain_tensor"]
 
@@ -341,13 +342,10 @@ class Graph:
         if torch.compiler.is_compiling():
             return
         versions = self._tensor_versions()
-        if versions == self._versions:
-            return
-        changed = next(n for n, a, b in zip(_FIELDS, versions, self._versions) if a != b)
-        raise ValueError(
-            f"Graph.{changed} was modified in place after the Graph was built; Graphs are "
-            "immutable: build a new one"
-        )
+        if versions != self._versions:
+            check_unedited(
+                "Graph", _FIELDS, versions, self._versions, "Graphs are immutable: build a new one"
+            )
 
     # ---------------------------------------------------------------- construction
     @classmethod

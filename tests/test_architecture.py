@@ -11,15 +11,17 @@ import pytest
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "galfast"
 
-# The base every layer may use: the Graph, the native extension and the dtype helpers.
-BASE = {"graph", "_native", "_dtypes"}
+# The base every layer may use: the Graph, the native extension, the dtype helpers and the
+# in-place edit check.
+BASE = {"graph", "_native", "_dtypes", "_versions"}
 
 # unit -> the other units it may import. A unit is a subpackage (ops, nn, ...) or a
 # top-level module (graph, _native, ...); "galfast" is the package's own __init__.
 ALLOWED = {
     "_dtypes": {"_native"},
     "_native": set(),
-    "graph": {"_native", "_dtypes"},
+    "_versions": set(),
+    "graph": {"_native", "_dtypes", "_versions"},
     "ops": BASE,
     "nn": BASE | {"ops"},
     "models": BASE | {"ops", "nn"},

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Union
+from typing import Any, Optional, Union
 
 import torch
 from torch import Tensor
 
+from galfast._versions import check_unedited, tensor_versions
 from galfast.datasets._common import to_device
 from galfast.datasets.molecule_batch import MoleculeBatch, ranges
+
+# The structure the constructor checks, whose in-place edits check_unmodified refuses.
+_STRUCTURE = ("edge_index", "node_ptr", "edge_ptr")
 
 __all__ = ["MoleculeDataset"]
 
@@ -125,8 +129,8 @@ class MoleculeDataset:
         # check_unmodified() instead of giving wrong batches.
         object.__setattr__(self, "_versions", self._structure_versions())
 
-    def _structure_versions(self) -> tuple[int, int, int]:
-        return (self.edge_index._version, self.node_ptr._version, self.edge_ptr._version)
+    def _structure_versions(self) -> tuple[Optional[int], ...]:
+        return tensor_versions(getattr(self, name) for name in _STRUCTURE)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         # Unpickled tensors start new version counters: remember those.
@@ -140,14 +144,12 @@ class MoleculeDataset:
         (``dataclasses.replace`` checks it again). Edits that bypass the version counter
         (``.data``, ``.numpy()``) are not seen. Feature and target values (``x``, ``y``, ...)
         may be edited in place."""
-        versions = self._structure_versions()
-        if versions == self._versions:
-            return
-        names = ("edge_index", "node_ptr", "edge_ptr")
-        changed = next(n for n, a, b in zip(names, versions, self._versions) if a != b)
-        raise ValueError(
-            f"MoleculeDataset.{changed} was modified in place after the dataset was built; "
-            "build a new dataset (e.g. dataclasses.replace) so that it is checked again"
+        check_unedited(
+            "MoleculeDataset",
+            _STRUCTURE,
+            self._structure_versions(),
+            self._versions,
+            "build a new dataset (e.g. dataclasses.replace) so that it is checked again",
         )
 
     def _edge_molecule(self) -> Tensor:

@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from galfast._dtypes import all_finite
+from galfast._versions import check_unedited, tensor_versions
 
 __all__ = ["KINDS", "KnownValues", "SensitiveAttribute", "as_attribute_list"]
 
@@ -181,9 +182,7 @@ class SensitiveAttribute:
         return self.values if self.mask is None else self.values[self.mask.to(self.values.device)]
 
     def _tensor_versions(self) -> tuple[Optional[int], ...]:
-        # Inference tensors keep no version counter (nor can they change outside inference mode).
-        tensors = (getattr(self, field) for field in _TENSOR_FIELDS)
-        return tuple(None if t is None or t.is_inference() else t._version for t in tensors)
+        return tensor_versions(getattr(self, field) for field in _TENSOR_FIELDS)
 
     def check_unmodified(self) -> None:
         """Raises ValueError when ``values``, ``mask`` or ``index`` was modified in place since
@@ -191,16 +190,13 @@ class SensitiveAttribute:
         written since would give wrong numbers or a raw indexing error. :meth:`known` (which
         training and auditing call) checks this first. Edits that bypass the version counter
         (``.data``, ``.numpy()``) are not seen."""
-        changed = [
-            field
-            for field, now, then in zip(_TENSOR_FIELDS, self._tensor_versions(), self._versions)
-            if now != then
-        ]
-        if changed:
-            raise ValueError(
-                f"SensitiveAttribute {self.name!r}.{changed[0]} was modified in place after it "
-                "was built (and checked); build a new SensitiveAttribute from the edited tensors"
-            )
+        check_unedited(
+            f"SensitiveAttribute {self.name!r}",
+            _TENSOR_FIELDS,
+            self._tensor_versions(),
+            self._versions,
+            "build a new SensitiveAttribute from the edited tensors (it checks them again)",
+        )
 
     # Copies and pickles reset their tensors' version counters: a copy is checked afresh
     # and records its own.

@@ -9,6 +9,7 @@ from torch import Tensor
 
 from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
+from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import Graph, _count, _index_tensor, check_csr
 from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight, weight_like
 
@@ -92,18 +93,16 @@ class Block:
         block._init(num_dst, src_nodes, rowptr, col, edge_id, graph)
         return block
 
-    def _tensor_versions(self) -> tuple[int, ...]:
-        return tuple(t._version for t in (self._src_nodes, self._rowptr, self._col, self._edge_id))
+    def _tensor_versions(self) -> tuple[Optional[int], ...]:
+        return tensor_versions((self._src_nodes, self._rowptr, self._col, self._edge_id))
 
     def check_unmodified(self) -> None:
         """Raises ValueError when one of the block's tensors was modified in place since the
         block was made: its cached transpose and int32 copy would disagree with it."""
-        if torch.compiler.is_compiling() or self._tensor_versions() == self._versions:
-            return
-        raise ValueError(
-            "a Block's tensors were modified in place after it was made; Blocks are "
-            "immutable: make a new one"
-        )
+        if not torch.compiler.is_compiling():
+            names = ("src_nodes", "rowptr", "col", "edge_id")
+            now, remedy = self._tensor_versions(), "Blocks are immutable: make a new one"
+            check_unedited("Block", names, now, self._versions, remedy)
 
     num_dst = property(lambda self: self._num_dst, doc="Number of destination nodes.")
     src_nodes = property(lambda self: self._src_nodes, doc="[num_src] graph ids of local ids.")
