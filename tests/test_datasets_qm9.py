@@ -207,7 +207,7 @@ def test_qm9pack_targets_agree_with_the_canonical_release(canonical):
 @needs_qm9pack
 def test_geometric_bonds_keep_pyg_s_long_bond_of_gdb_1150():
     # PyG's SDF bonds atoms 2 and 4 (1-based) of gdb_1150 at 1.87 A; its SMILES does not.
-    row = next(r for r in _rows(qm9pack_folder(), 1200) if r[1] == "1150")
+    row = next(r for _, r in _rows(qm9pack_folder(), 1200) if r[1] == "1150")
     numbers, positions = _parse(row)
     bonds, types, how = perceive_bonds(numbers, positions, row[2])
     assert [1, 3] in bonds.tolist() and how == ORDER_FROM_SMILES

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from galfast.datasets.kg_triples import tab_separated_lines
+
 __all__ = ["POS_TAGS", "TYPES_KNOWN", "entity_types", "pos_and_sense"]
 
 # GAL's order of the WordNet part-of-speech tags (adjective, noun, adverb, verb).
@@ -42,21 +44,20 @@ def pos_and_sense(
     if isinstance(sense_cap, bool) or not isinstance(sense_cap, int) or sense_cap < 2:
         raise ValueError(f"sense_cap must be an int >= 2, got {sense_cap!r}")
     ids, tags, senses = [], [], []
-    with open(path, encoding="utf-8") as stream:
-        header = stream.readline().rstrip("\r\n").split("\t")
-        if header != ["id", "name", "POS_tag", "sense"]:
-            raise ValueError(f"{path}: expected the header 'id name POS_tag sense', got {header}")
-        for number, line in enumerate(stream, start=2):
-            fields = line.rstrip("\r\n").split("\t")
-            if fields == [""]:
-                continue
-            if len(fields) != 4 or fields[2] not in POS_TAGS or not fields[3].isdigit():
-                raise ValueError(f"{path}, line {number}: malformed row {line.rstrip()!r}")
-            if int(fields[3]) < 1:
-                raise ValueError(f"{path}, line {number}: sense numbers start at 1")
-            ids.append(fields[0])
-            tags.append(POS_TAGS.index(fields[2]))
-            senses.append(int(fields[3]))
+    lines = tab_separated_lines(path)
+    header = next(lines, (1, []))[1]
+    if header != ["id", "name", "POS_tag", "sense"]:
+        raise ValueError(f"{path}: expected the header 'id name POS_tag sense', got {header}")
+    for number, fields in lines:
+        # isdecimal, not isdigit: "²" is a digit that int() refuses.
+        well_formed = len(fields) == 4 and all(fields) and fields[3].isdecimal()
+        if not well_formed or fields[2] not in POS_TAGS:
+            raise ValueError(f"{path}, line {number}: malformed row {fields}")
+        if int(fields[3]) < 1:
+            raise ValueError(f"{path}, line {number}: sense numbers start at 1")
+        ids.append(fields[0])
+        tags.append(POS_TAGS.index(fields[2]))
+        senses.append(min(int(fields[3]), sense_cap))  # capped here: any size fits int64
     if len(set(ids)) != len(ids):
         raise ValueError(f"{path} lists an entity twice")
     node = _entity_ids(entities, ids)
@@ -64,7 +65,7 @@ def pos_and_sense(
     order = np.argsort(node[keep])
     nodes = node[keep][order]
     pos = np.asarray(tags, dtype=np.int64)[keep][order]
-    sense = np.minimum(np.asarray(senses, dtype=np.int64)[keep][order], sense_cap) - 1
+    sense = np.asarray(senses, dtype=np.int64)[keep][order] - 1
     sense_classes = tuple(f"sense {s}" for s in range(1, sense_cap)) + (f"sense >= {sense_cap}",)
     attributes = {
         "pos": ("categorical", pos, POS_TAGS, nodes),
@@ -92,14 +93,10 @@ def entity_types(
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise ValueError(f"top_types must be a positive int, got {top!r}")
     pairs = set()
-    with open(path, encoding="utf-8") as stream:
-        for number, line in enumerate(stream, start=1):
-            fields = line.rstrip("\r\n").split("\t")
-            if fields == [""]:
-                continue
-            if len(fields) != 2 or not all(fields):
-                raise ValueError(f"{path}, line {number}: expected 'mid<TAB>type', got {line!r}")
-            pairs.add((fields[0], fields[1]))
+    for number, fields in tab_separated_lines(path):
+        if len(fields) != 2 or not all(fields):
+            raise ValueError(f"{path}, line {number}: expected 'mid<TAB>type', got fields {fields}")
+        pairs.add((fields[0], fields[1]))
     counts = Counter(kind for _, kind in pairs)
     if len(counts) < top:
         raise ValueError(f"{path} has {len(counts)} types, fewer than top_types={top}")

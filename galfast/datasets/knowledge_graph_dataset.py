@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -66,6 +67,10 @@ class KnowledgeGraphDataset:
     notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        for vocabulary in ("entities", "relations"):  # a name must lead to one id
+            repeated = [n for n, count in Counter(getattr(self, vocabulary)).items() if count > 1]
+            if repeated:
+                raise ValueError(f"{vocabulary} must be distinct names, {repeated[0]!r} is twice")
         for split in ("train", "valid", "test"):
             _check_triples(split, getattr(self, split), self.num_entities, self.num_relations)
         if self.graph.num_nodes != self.num_entities:
@@ -106,6 +111,8 @@ class KnowledgeGraphDataset:
 
 
 def _check_triples(split: str, triples: Tensor, num_entities: int, num_relations: int) -> None:
+    if not isinstance(triples, Tensor):
+        raise ValueError(f"{split} must be an int64 [T, 3] tensor, got {type(triples).__name__}")
     if triples.dtype != torch.int64 or triples.dim() != 2 or triples.size(1) != 3:
         raise ValueError(
             f"{split} must be an int64 [T, 3] tensor, got {triples.dtype} {list(triples.shape)}"
@@ -124,6 +131,9 @@ def _check_attribute(dataset: KnowledgeGraphDataset, name: str) -> None:
     nodes, classes = dataset.attribute_nodes[name], dataset.attribute_classes[name]
     if kind not in ATTRIBUTE_KINDS:
         raise ValueError(f"attribute {name!r}: kind must be one of {ATTRIBUTE_KINDS}, got {kind!r}")
+    for field, value in (("attributes", values), ("attribute_nodes", nodes)):
+        if not isinstance(value, Tensor):
+            raise ValueError(f"{field}[{name!r}] must be a tensor, got {type(value).__name__}")
     if nodes.dtype != torch.int64 or nodes.dim() != 1:
         raise ValueError(f"attribute_nodes[{name!r}] must be a 1-D int64 tensor")
     shape = [nodes.numel()] if kind == "categorical" else [nodes.numel(), len(classes)]
@@ -155,12 +165,22 @@ def build_knowledge_graph_dataset(
 ) -> KnowledgeGraphDataset:
     """Assembles a :class:`KnowledgeGraphDataset` from numpy arrays: `splits` ``train`` /
     ``valid`` / ``test`` ``[T, 3]`` ids, `attributes` ``name -> (kind, values, class names,
-    entity ids)``; the training graph with inverse edges is built here."""
+    entity ids)``; the training graph with inverse edges is built here.
+
+    Raises:
+        ValueError: a split is missing, not ``[T, 3]``, or an array holds non-integers.
+    """
+    missing = [s for s in ("train", "valid", "test") if s not in splits]
+    if missing:
+        raise ValueError(f"splits must have train, valid and test, missing {missing}")
     train, valid, test = (
-        torch.from_numpy(np.asarray(splits[s], dtype=np.int64).reshape(-1, 3))
+        torch.from_numpy(_int64_array(f"splits[{s!r}]", splits[s], width=3))
         for s in ("train", "valid", "test")
     )
     num_relations = len(relations)
+    # Before the graph is built: its own error would speak of an edge_index.
+    for split, triples in (("train", train), ("valid", valid), ("test", test)):
+        _check_triples(split, triples, len(entities), num_relations)
     heads, rels, tails = train.unbind(1)
     graph = Graph.from_edge_index(
         torch.stack([torch.cat([heads, tails]), torch.cat([tails, heads])]),
@@ -168,8 +188,8 @@ def build_knowledge_graph_dataset(
         edge_type=torch.cat([rels, rels + num_relations]),
     )
 
-    def tensor(array: np.ndarray) -> Tensor:
-        return torch.from_numpy(np.asarray(array, dtype=np.int64))
+    def tensor(key: str, field: str, array: np.ndarray) -> Tensor:
+        return torch.from_numpy(_int64_array(f"attribute {key!r} {field}", array))
 
     return KnowledgeGraphDataset(
         name=name,
@@ -179,10 +199,23 @@ def build_knowledge_graph_dataset(
         valid=valid,
         test=test,
         graph=graph,
-        attributes={key: tensor(values) for key, (_, values, _, _) in attributes.items()},
+        attributes={key: tensor(key, "values", v) for key, (_, v, _, _) in attributes.items()},
         attribute_kinds={key: kind for key, (kind, _, _, _) in attributes.items()},
         attribute_classes={key: classes for key, (_, _, classes, _) in attributes.items()},
-        attribute_nodes={key: tensor(nodes) for key, (_, _, _, nodes) in attributes.items()},
+        attribute_nodes={key: tensor(key, "nodes", n) for key, (_, _, _, n) in attributes.items()},
         license=license,
         notes=notes,
     )
+
+
+def _int64_array(name: str, array: np.ndarray, width: Optional[int] = None) -> np.ndarray:
+    """`array` as int64, refusing what a cast would change silently: floats (0.5 would become
+    0) and, with `width`, any shape but ``[T, width]`` (a reshape would reorder the ids)."""
+    array = np.asarray(array)
+    if array.size and array.dtype.kind not in "iu":
+        raise ValueError(f"{name} must hold integers, got dtype {array.dtype}")
+    if width is not None and array.size == 0:
+        array = array.reshape(0, width)
+    if width is not None and (array.ndim != 2 or array.shape[1] != width):
+        raise ValueError(f"{name} must be a [T, {width}] array, got shape {list(array.shape)}")
+    return array.astype(np.int64)

@@ -87,9 +87,13 @@ def sample_negative_edges(
         >>> sample_negative_edges(4, np.array([[0], [1]]), 2, rng).shape
         (2, 2)
     """
-    if count < 0:
-        raise ValueError(f"count must be >= 0, got {count}")
-    forbidden_keys = _pair_keys(undirected_pairs(np.asarray(forbidden)), num_nodes)
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+        raise ValueError(f"count must be an int >= 0, got {count!r}")
+    forbidden = np.asarray(forbidden)
+    # A pair out of range would pack into the key of another pair and forbid that one.
+    if forbidden.size and (forbidden.min() < 0 or forbidden.max() >= num_nodes):
+        raise ValueError(f"forbidden holds a node id outside [0, {num_nodes})")
+    forbidden_keys = _pair_keys(undirected_pairs(forbidden), num_nodes)
     available = num_nodes * (num_nodes - 1) // 2 - forbidden_keys.size
     if count > available:
         raise ValueError(
@@ -108,6 +112,23 @@ def sample_negative_edges(
         _, first = np.unique(keys, return_index=True)
         chosen = np.concatenate([chosen, keys[np.sort(first)][:need]])
     return np.stack([chosen // num_nodes, chosen % num_nodes])
+
+
+def _check_pairs(pairs: np.ndarray, num_nodes: int) -> None:
+    """Raises ValueError unless `pairs` is a ``[2, P]`` integer array of unique pairs
+    ``0 <= u < v < num_nodes``: a pair given twice could land in train and test at once."""
+    if not isinstance(pairs, np.ndarray) or pairs.ndim != 2 or pairs.shape[0] != 2:
+        raise ValueError(f"pairs must be a [2, P] array, got {getattr(pairs, 'shape', pairs)}")
+    if pairs.size == 0:
+        return
+    if pairs.dtype.kind not in "iu":
+        raise ValueError(f"pairs must hold integer node ids, got dtype {pairs.dtype}")
+    if pairs.min() < 0 or pairs.max() >= num_nodes:
+        raise ValueError(f"pairs hold a node id outside [0, {num_nodes})")
+    if not (pairs[0] < pairs[1]).all():
+        raise ValueError("pairs must have u < v in every column (see undirected_pairs)")
+    if sorted_unique(_pair_keys(pairs, num_nodes)).size != pairs.shape[1]:
+        raise ValueError("pairs hold a pair twice (see undirected_pairs)")
 
 
 def random_link_split(
@@ -137,6 +158,7 @@ def random_link_split(
             "val_fraction and test_fraction must be >= 0 with a sum below 1, got "
             f"{val_fraction} and {test_fraction}"
         )
+    _check_pairs(pairs, num_nodes)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x11A]))
     num_pairs = pairs.shape[1]
     num_val, num_test = int(val_fraction * num_pairs), int(test_fraction * num_pairs)

@@ -6,17 +6,22 @@ from __future__ import annotations
 
 import os
 import tempfile
+import zipfile
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
-from galfast.datasets.qm9_features import RawMolecules
+from galfast.datasets.qm9_features import RawMolecules, check_molecules
 
 __all__ = ["CACHE_VERSION", "cache_path", "load_cache", "save_cache"]
 
 # Bump when the parsing or the bond perception changes: older caches are then ignored.
 CACHE_VERSION = 1
+
+# What np.load and its archive raise for a file that is no intact cache (truncated, edited, of
+# another format): a missing array is a KeyError, a 0-d one read as an array a TypeError.
+_DAMAGED = (ValueError, KeyError, TypeError, EOFError, zipfile.BadZipFile)
 
 
 def cache_path(folder: Path, source: str) -> Path:
@@ -48,20 +53,30 @@ def save_cache(path: Path, molecules: RawMolecules, notes: tuple[str, ...]) -> N
 
 
 def load_cache(path: Path) -> Optional[tuple[RawMolecules, tuple[str, ...]]]:
-    """The cached molecules and notes, or None when `path` is absent or of another version."""
-    if not path.is_file():
-        return None
-    with np.load(path) as stored:
-        if int(stored["version"]) != CACHE_VERSION:
-            return None
-        molecules = RawMolecules(
-            atomic_numbers=stored["atomic_numbers"].astype(np.int64),
-            positions=stored["positions"],
-            atom_ptr=stored["atom_ptr"],
-            bonds=stored["bonds"].astype(np.int64),
-            bond_types=stored["bond_types"].astype(np.int64),
-            bond_ptr=stored["bond_ptr"],
-            targets=stored["targets"],
-            ids=stored["ids"],
-        )
-        return molecules, tuple(str(note) for note in stored["notes"])
+    """The cached molecules and notes, or None when `path` is absent or of another version;
+    ValueError naming `path` when it is damaged (it is not rebuilt silently: the raw data may
+    be gone, and a cache edited by hand may be meant)."""
+    if not path.exists():
+        return None  # a folder in its place is not absent: open() names it
+    try:
+        # Opened here: np.load leaves its own handle open when the archive is unreadable.
+        with open(path, "rb") as stream, np.load(stream) as stored:
+            if int(stored["version"]) != CACHE_VERSION:
+                return None
+            molecules = RawMolecules(
+                atomic_numbers=stored["atomic_numbers"].astype(np.int64),
+                positions=stored["positions"],
+                atom_ptr=stored["atom_ptr"],
+                bonds=stored["bonds"].astype(np.int64),
+                bond_types=stored["bond_types"].astype(np.int64),
+                bond_ptr=stored["bond_ptr"],
+                targets=stored["targets"],
+                ids=stored["ids"],
+            )
+            notes = tuple(str(note) for note in stored["notes"])
+        check_molecules(molecules)
+    except _DAMAGED as error:
+        raise ValueError(
+            f"{path}: damaged QM9 cache ({error}); delete it to rebuild it from the raw data"
+        ) from None
+    return molecules, notes

@@ -16,7 +16,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["ATOM_TYPES", "BOND_TYPES", "MoleculeArrays", "RawMolecules", "pyg_features"]
+__all__ = [
+    "ATOM_TYPES",
+    "BOND_TYPES",
+    "MoleculeArrays",
+    "RawMolecules",
+    "check_molecules",
+    "pyg_features",
+]
 
 ATOM_TYPES = (1, 6, 7, 8, 9)  # H, C, N, O, F: the one-hot order of PyG's QM9
 BOND_TYPES = ("single", "double", "triple", "aromatic")
@@ -55,6 +62,54 @@ class MoleculeArrays(NamedTuple):
 
 def _molecule_of(ptr: np.ndarray) -> np.ndarray:
     return np.repeat(np.arange(ptr.size - 1), np.diff(ptr))
+
+
+def _check_ptr(name: str, ptr: np.ndarray, molecules: int, rows: int) -> None:
+    if ptr.shape != (molecules + 1,) or ptr[0] != 0 or ptr[-1] != rows or (np.diff(ptr) < 0).any():
+        raise ValueError(f"{name} must rise from 0 to {rows} in {molecules + 1} entries")
+
+
+def check_molecules(raw: RawMolecules) -> None:
+    """Raises ValueError naming the first inconsistency of `raw`: arrays of mismatched sizes,
+    a molecule without atoms, a bond outside its molecule or joining an atom to itself, an
+    element or bond type QM9 lacks, a non-finite position or target, an id seen twice. What
+    a damaged file or cache gives must fail here, not as wrong molecules later."""
+    if raw.ids.ndim != 1 or raw.atomic_numbers.ndim != 1 or raw.bonds.ndim != 2:
+        raise ValueError("ids and atomic numbers must be 1-D arrays and bonds 2-D")
+    g, n, b = raw.ids.shape[0], raw.atomic_numbers.shape[0], raw.bonds.shape[0]
+    _check_ptr("atom_ptr", raw.atom_ptr, g, n)
+    _check_ptr("bond_ptr", raw.bond_ptr, g, b)
+    if raw.positions.shape != (n, 3) or raw.bonds.shape != (b, 2):
+        raise ValueError(f"positions must have shape [{n}, 3] and bonds [{b}, 2]")
+    if raw.bond_types.shape != (b,) or raw.targets.shape != (g, 19):
+        raise ValueError(f"bond types must have shape [{b}] and targets [{g}, 19]")
+    sizes = np.diff(raw.atom_ptr)
+    if g and sizes.min() == 0:
+        raise ValueError(f"molecule #{int(np.argmin(sizes)) + 1} has no atoms")
+    bond_molecule = _molecule_of(raw.bond_ptr)
+    outside = ((raw.bonds < 0) | (raw.bonds >= sizes[bond_molecule][:, None])).any(1)
+    outside |= raw.bonds[:, 0] == raw.bonds[:, 1]
+    if outside.any():
+        bond = int(np.argmax(outside))
+        first, second = raw.bonds[bond].tolist()
+        raise ValueError(
+            f"molecule #{int(bond_molecule[bond]) + 1} has a bond between atoms {first} and "
+            f"{second} (0-based) of its {int(sizes[bond_molecule[bond]])}"
+        )
+    unknown = sorted(set(np.unique(raw.atomic_numbers).tolist()) - set(ATOM_TYPES))
+    if unknown:
+        raise ValueError(f"QM9 holds only H, C, N, O and F; got atomic numbers {unknown}")
+    if b and not (0 <= raw.bond_types.min() and raw.bond_types.max() < len(BOND_TYPES)):
+        raise ValueError(f"bond types must lie in [0, {len(BOND_TYPES)})")
+    for name, values in (("positions", raw.positions), ("targets", raw.targets)):
+        if not np.isfinite(values).all():
+            molecule = int(np.argmin(np.isfinite(values).all(1)))
+            if name == "positions":
+                molecule = int(_molecule_of(raw.atom_ptr)[molecule])
+            raise ValueError(f"molecule #{molecule + 1} has NaN or infinite {name}")
+    ids, counts = np.unique(raw.ids, return_counts=True)
+    if (counts > 1).any():
+        raise ValueError(f"molecule id {int(ids[np.argmax(counts > 1)])} appears twice")
 
 
 def pyg_features(raw: RawMolecules) -> MoleculeArrays:

@@ -21,7 +21,7 @@ from typing import Optional
 import numpy as np
 
 from galfast.datasets.qm9_bonds import perceive_bonds
-from galfast.datasets.qm9_features import RawMolecules
+from galfast.datasets.qm9_features import RawMolecules, check_molecules
 from galfast.datasets.qm9_targets import targets_from_xyz_properties
 
 __all__ = ["QM9PACK_FILES", "qm9pack_folder", "read_qm9pack", "rdkit_available"]
@@ -47,28 +47,50 @@ def rdkit_available() -> bool:
 
 
 def _rows(folder: Path, limit: Optional[int]):
-    csv.field_size_limit(1 << 30)  # a row's coordinate and frequency lists are long
+    """qm9pack's data rows, each as ``(where: file and line, row)``."""
+    # A row's coordinate and frequency lists are long. The limit is process-wide: it is put back
+    # after the read, so other csv readers (the canonical one) keep their guard.
+    before = csv.field_size_limit(1 << 30)
+    try:
+        yield from _rows_within_limit(folder, limit)
+    finally:
+        csv.field_size_limit(before)
+
+
+def _rows_within_limit(folder: Path, limit: Optional[int]):
     count = 0
     for name in QM9PACK_FILES:
-        with open(folder / name, newline="") as stream:
+        path = folder / name
+        with open(path, newline="", encoding="utf-8") as stream:
             reader = csv.reader(stream)
-            next(reader)
-            for row in islice(reader, None if limit is None else limit - count):
-                count += 1
-                yield row
+            try:
+                if next(reader, None) is None:
+                    raise ValueError(f"{path}: empty, expected qm9pack's header line")
+                for row in islice(reader, None if limit is None else limit - count):
+                    count += 1
+                    yield f"{path}, line {reader.line_num}", row
+            except (UnicodeDecodeError, csv.Error) as error:
+                raise ValueError(f"{path}: not qm9pack's CSV ({error})") from None
         if limit is not None and count >= limit:
             return
 
 
 def _parse(row: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    elements = row[_ELEMENTS].strip("[]").replace("'", "").split(",")
-    numbers = np.asarray([_SYMBOLS[e.strip()] for e in elements], dtype=np.int64)
+    if len(row) < _PROPERTIES.stop:
+        raise ValueError(f"{len(row)} fields, expected at least {_PROPERTIES.stop}")
+    elements = [e.strip() for e in row[_ELEMENTS].strip("[]").replace("'", "").split(",")]
+    if elements == [""]:
+        raise ValueError(f"qm9pack molecule {row[_INDEX]} has no atoms")
+    unknown = sorted(set(elements) - set(_SYMBOLS))
+    if unknown:
+        raise ValueError(f"qm9pack molecule {row[_INDEX]}: unexpected elements {unknown}")
+    numbers = np.asarray([_SYMBOLS[e] for e in elements], dtype=np.int64)
     # Some QM9 files write tiny numbers in Mathematica's form, e.g. 8.4813*^-6.
     text = row[_XYZ].replace("*^", "e").replace("[", "").replace("]", "")
-    positions = np.asarray(text.split(","), dtype=np.float64).reshape(-1, 3)
-    if positions.shape[0] != numbers.size:
+    positions = np.asarray(text.split(","), dtype=np.float64)
+    if positions.size != 3 * numbers.size or not np.isfinite(positions).all():
         raise ValueError(f"qm9pack molecule {row[_INDEX]}: {numbers.size} atoms, bad XYZ")
-    return numbers, positions
+    return numbers, positions.reshape(-1, 3)
 
 
 def _perceive_chunk(chunk: list[tuple[np.ndarray, np.ndarray, str]]) -> list[tuple]:
@@ -97,11 +119,17 @@ def read_qm9pack(
     count of how their bond orders were found (:mod:`~galfast.datasets.qm9_bonds`'s
     ``ORDER_*`` codes)."""
     ids, smiles, properties, parsed = [], [], [], []
-    for row in _rows(folder, limit):
-        ids.append(int(row[_INDEX]))
+    for where, row in _rows(folder, limit):
+        try:
+            numbers, positions = _parse(row)
+            values = np.asarray(row[_PROPERTIES], dtype=np.float64)
+            index = int(row[_INDEX])
+        except ValueError as error:
+            raise ValueError(f"{where}: {error}") from None
+        ids.append(index)
         smiles.append(row[_SMILES])
-        properties.append(row[_PROPERTIES])
-        parsed.append(_parse(row))
+        properties.append(values)
+        parsed.append((numbers, positions))
     workers = (os.cpu_count() or 1) if workers is None else workers
     perceived = _perceive_all(
         [(numbers, positions, s) for (numbers, positions), s in zip(parsed, smiles)], workers
@@ -123,4 +151,8 @@ def read_qm9pack(
         ),
         ids=np.asarray(ids, dtype=np.int64),
     )
+    try:
+        check_molecules(molecules)  # what the row checks leave: NaN targets, repeated ids
+    except ValueError as error:
+        raise ValueError(f"{folder}: {error}") from None
     return molecules, Counter(how for _, _, how in perceived)

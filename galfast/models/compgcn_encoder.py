@@ -75,7 +75,8 @@ class CompGCNEncoder(nn.Module):
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
                 raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-        if layers not in (1, 2):
+        # 1.0 and True equal 1 but are no layer count.
+        if isinstance(layers, bool) or not isinstance(layers, int) or layers not in (1, 2):
             raise ValueError(f"layers must be 1 or 2, got {layers!r}")
         _check_triples(triples, num_entities, num_relations)
         self.num_entities, self.num_relations = num_entities, num_relations

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from galfast.models.kg_decoder_inputs import check_query_embeddings
+from galfast.nn._layer_checks import check_count
 
 __all__ = ["ConvEDecoder"]
 
@@ -62,9 +63,16 @@ class ConvEDecoder(nn.Module):
         conv_bias: bool = False,
     ) -> None:
         super().__init__()
-        if num_entities < 1 or num_filters < 1 or kernel_size < 1:
-            raise ValueError("num_entities, num_filters and kernel_size must be >= 1")
-        if k_w < 1 or k_h < 1 or dim != k_w * k_h:
+        for name, value in (
+            ("num_entities", num_entities),
+            ("dim", dim),
+            ("k_w", k_w),
+            ("k_h", k_h),
+            ("num_filters", num_filters),
+            ("kernel_size", kernel_size),
+        ):
+            check_count(name, value, 1)
+        if dim != k_w * k_h:
             raise ValueError(f"dim must equal k_w * k_h, got dim={dim}, k_w={k_w}, k_h={k_h}")
         if kernel_size > min(2 * k_w, k_h):
             raise ValueError(f"kernel_size={kernel_size} does not fit the {2 * k_w} x {k_h} image")

@@ -6,6 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from galfast.models.kg_decoder_inputs import check_query_embeddings
+from galfast.nn._layer_checks import check_count
 
 __all__ = ["DistMultDecoder"]
 
@@ -35,8 +36,8 @@ class DistMultDecoder(nn.Module):
 
     def __init__(self, num_entities: int, dim: int, bias: bool = True) -> None:
         super().__init__()
-        if num_entities < 1 or dim < 1:
-            raise ValueError(f"num_entities and dim must be >= 1, got {num_entities} and {dim}")
+        check_count("num_entities", num_entities, 1)
+        check_count("dim", dim, 1)
         self.num_entities, self.dim = num_entities, dim
         self.bias = nn.Parameter(torch.zeros(num_entities)) if bias else None
 

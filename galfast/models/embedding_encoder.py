@@ -10,6 +10,7 @@ from torch import Tensor, nn
 
 from galfast.graph import Graph
 from galfast.nn import BatchNorm, is_blocks, layer_graphs
+from galfast.nn._layer_checks import check_count
 
 __all__ = ["EmbeddingEncoder"]
 
@@ -61,8 +62,8 @@ class EmbeddingEncoder(nn.Module):
         max_norm: Optional[float] = None,
     ) -> None:
         super().__init__()
-        if num_nodes < 1 or dim < 1:
-            raise ValueError("num_nodes and dim must be >= 1")
+        check_count("num_nodes", num_nodes, 1)
+        check_count("dim", dim, 1)
         if max_norm is not None and not max_norm > 0:
             raise ValueError(f"max_norm must be > 0, got {max_norm}")
         self.max_norm = max_norm

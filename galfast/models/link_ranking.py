@@ -17,6 +17,7 @@ rare and the three conventions agree.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
@@ -78,6 +79,18 @@ def filtered_ranks(
     return ranks + (level.to(torch.float64) / 2 if ties == "realistic" else level)
 
 
+def check_hits_at(hits_at: Sequence[int]) -> None:
+    """Raises ValueError unless `hits_at` is a sequence of ints >= 1 (the k of Hits@k)."""
+    if not isinstance(hits_at, Sequence) or not all(
+        isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 1 for k in hits_at
+    ):
+        raise ValueError(f"hits_at must be a sequence of ints >= 1, got {hits_at!r}")
+
+
+def _kind(value: object) -> str:
+    return str(value.dtype) if isinstance(value, Tensor) else type(value).__name__
+
+
 @dataclass(frozen=True)
 class RankMetrics:
     """Summary of ranks: ``mrr`` (mean reciprocal rank), ``mr`` (mean rank), ``hits`` (``k ->``
@@ -90,9 +103,21 @@ class RankMetrics:
 
     @staticmethod
     def of(ranks: Tensor, hits_at: Sequence[int] = (1, 3, 10)) -> RankMetrics:
+        """The metrics of `ranks` (1 = best; realistic ranks of ties may be fractional, e.g.
+        2.5) for the k of `hits_at`.
+
+        Raises:
+            ValueError: no ranks, a rank below 1 or not finite, or a k that is not an int >= 1.
+        """
+        check_hits_at(hits_at)
+        if not isinstance(ranks, Tensor) or ranks.dtype == torch.bool or ranks.is_complex():
+            raise ValueError(f"ranks must be a real tensor, got {_kind(ranks)}")
         if ranks.numel() == 0:
             raise ValueError("no ranks to summarise")
         ranks = ranks.to(torch.float64)
+        # NaN fails the comparison too; a rank of 0 would make the MRR infinite.
+        if not bool(((ranks >= 1) & ranks.isfinite()).all()):
+            raise ValueError("ranks must be finite and >= 1 (ranks are 1-based)")
         return RankMetrics(
             mrr=float((1.0 / ranks).mean()),
             mr=float(ranks.mean()),
@@ -173,6 +198,7 @@ def evaluate_link_prediction(
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_hits_at(hits_at)  # now, not after ranking every triple
     if not isinstance(known, KGQueries):
         raise ValueError(f"known must be a KGQueries, got {type(known).__name__}")
     for name in ("num_entities", "num_relations"):  # a model's scorer tells its sizes

@@ -11,7 +11,9 @@ from torch import Tensor
 Channels = Union[int, tuple[int, int]]
 
 
-def _check_count(name: str, value: Any, low: int) -> None:
+def check_count(name: str, value: Any, low: int) -> None:
+    """Raises ValueError naming `name` unless `value` is an int (not a bool or a float, which
+    torch would refuse deep inside or silently truncate) of at least `low`."""
     if not isinstance(value, int) or isinstance(value, bool):
         raise ValueError(f"{name} must be an int, got {type(value).__name__}")
     if value < low:
@@ -36,15 +38,15 @@ def check_channels(
                 f"in_channels must be an int or a (source, destination) pair, got {in_channels}"
             )
         for side, value in zip(("source", "destination"), in_channels):
-            _check_count(f"in_channels ({side})", value, low)
+            check_count(f"in_channels ({side})", value, low)
     else:
         if isinstance(in_channels, (tuple, list)):
             raise ValueError(
                 "this layer takes one node set: in_channels must be an int, got "
                 f"{tuple(in_channels)}"
             )
-        _check_count("in_channels", in_channels, low)
-    _check_count("out_channels", out_channels, minimum_out)
+        check_count("in_channels", in_channels, low)
+    check_count("out_channels", out_channels, minimum_out)
 
 
 def channel_pair(in_channels: Channels) -> tuple[int, int]:
