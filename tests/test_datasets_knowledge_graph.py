@@ -205,7 +205,7 @@ def test_malformed_triple_line(wn_folder, monkeypatch, line, message):
         ("00001740\tx\tXX\t1", "malformed row"),
         ("00001740\tx\tNN\tone", "malformed row"),
         ("00001740\tx\tNN\t0", "sense numbers start at 1"),
-        ("00001740\tx\tNN\t3", "lists an entity twice"),
+        ("00001740\tx\tNN\t3", "lists entity '00001740' twice"),
     ],
 )
 def test_malformed_pos_sense_rows(wn_folder, monkeypatch, row, message):

@@ -27,6 +27,7 @@ from galfast.models import (
     kg_queries,
     one_to_n_loss,
 )
+from galfast.train import OneToNLoss
 
 POS_HEADER = b"id\tname\tPOS_tag\tsense\n"
 
@@ -74,6 +75,8 @@ def test_label_smoothing_must_be_a_number(smoothing):
     logits, targets = torch.zeros(2, 3), torch.eye(3)[:2]
     with pytest.raises(ValueError, match="label_smoothing must lie in"):
         one_to_n_loss(logits, targets, smoothing)
+    with pytest.raises(ValueError, match="label_smoothing must lie in"):
+        OneToNLoss(smoothing)  # the trainer's loss, refused when built
 
 
 # Sizes of the models.

@@ -70,6 +70,9 @@ CSV_DAMAGE = {
     "row of another molecule": (lambda t: t.replace("gdb_2,", "gdb_9,", 1), "gdb_2"),
     "row repeated": (lambda t: t.replace("gdb_2,", "gdb_1,", 1), "gdb_2"),
     "not a CSV": (lambda t: "mol_id\n" + "x" * 200_000, "not MoleculeNet's CSV"),
+    "columns reordered": (lambda t: t.replace("mu,alpha", "alpha,mu", 1), "line 1 should be"),
+    "another CSV's header": (lambda t: t.replace("mol_id,", "mol_id,smiles,", 1), "line 1"),
+    "empty": (lambda t: "", "line 1 should be"),
 }
 
 
@@ -226,3 +229,15 @@ def test_qm9pack_read_puts_csv_field_limit_back(tmp_path, monkeypatch):
     before = csv.field_size_limit()
     read_qm9pack(folder, workers=1)
     assert csv.field_size_limit() == before
+
+
+def test_qm9pack_install_missing_molecules_is_refused(tmp_path, monkeypatch):
+    # A part file cut at a row boundary reads as valid rows: the loader checks the count.
+    no_bonds = (np.zeros((0, 2), np.int64), np.zeros(0, np.int64), 0)
+    monkeypatch.setattr(qm9_qm9pack, "_perceive_all", lambda chunk, workers: [no_bonds] * 3)
+    folder = _write_qm9pack(tmp_path / "data", _qm9pack_row(1))
+    monkeypatch.setattr(qm9_module, "qm9pack_folder", lambda: folder)
+    monkeypatch.setattr(qm9_module, "rdkit_available", lambda: True)
+    with pytest.raises(ValueError, match="hold 3 molecules, not 130,831") as caught:
+        qm9(tmp_path / "cache", source="qm9pack", download=False)
+    assert str(folder) in str(caught.value)

@@ -58,8 +58,9 @@ def pos_and_sense(
         ids.append(fields[0])
         tags.append(POS_TAGS.index(fields[2]))
         senses.append(min(int(fields[3]), sense_cap))  # capped here: any size fits int64
-    if len(set(ids)) != len(ids):
-        raise ValueError(f"{path} lists an entity twice")
+    repeated = next((i for i, count in Counter(ids).items() if count > 1), None)
+    if repeated is not None:
+        raise ValueError(f"{path} lists entity {repeated!r} twice")
     node = _entity_ids(entities, ids)
     keep = node >= 0
     order = np.argsort(node[keep])

@@ -32,6 +32,11 @@ RESOURCES = (
 RAW_FILES = ("gdb9.sdf", "gdb9.sdf.csv", "uncharacterized.txt")
 _SYMBOLS = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
 _SDF_BOND_TYPES = {1: 0, 2: 1, 3: 2, 4: 3}  # V2000 single, double, triple, aromatic
+# gdb9.sdf.csv's columns: the molecule's title, then the 19 values targets_from_moleculenet takes.
+_CSV_HEADER = (
+    "mol_id", "A", "B", "C", "mu", "alpha", "homo", "lumo", "gap", "r2", "zpve", "u0", "u298",
+    "h298", "g298", "cv", "u0_atom", "u298_atom", "h298_atom", "g298_atom",
+)  # fmt: skip
 
 
 def _read_text(path: Path) -> str:
@@ -164,9 +169,15 @@ def _read_targets(path: Path, titles: list[str]) -> np.ndarray:
     """The targets of the SDF's molecules, titled `titles`: one row each, in the same order
     (a row missing, repeated or moved would shift every target after it)."""
     try:
-        rows = list(csv.reader(_read_text(path).splitlines()))[1:]
+        header, *rows = list(csv.reader(_read_text(path).splitlines())) or [[]]
     except csv.Error as error:  # e.g. a field longer than csv allows: not this file
         raise ValueError(f"{path}: not MoleculeNet's CSV ({error})") from None
+    # The values are read by position: columns in another order would be other targets.
+    if header[: len(_CSV_HEADER)] != list(_CSV_HEADER):
+        raise ValueError(
+            f"{path}: line 1 should be MoleculeNet's header {','.join(_CSV_HEADER)!r}, "
+            f"got {','.join(header)[:80]!r}"
+        )
     if len(rows) != len(titles):
         raise ValueError(f"{path}: {len(rows)} rows, but gdb9.sdf holds {len(titles)} molecules")
     values = []

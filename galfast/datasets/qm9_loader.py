@@ -19,7 +19,12 @@ from galfast.datasets.qm9_bonds import ORDER_FROM_SMILES, ORDER_SINGLE
 from galfast.datasets.qm9_cache import cache_path, load_cache, save_cache
 from galfast.datasets.qm9_canonical import RAW_FILES, RESOURCES, read_canonical
 from galfast.datasets.qm9_features import RawMolecules, pyg_features
-from galfast.datasets.qm9_qm9pack import qm9pack_folder, rdkit_available, read_qm9pack
+from galfast.datasets.qm9_qm9pack import (
+    QM9PACK_MOLECULES,
+    qm9pack_folder,
+    rdkit_available,
+    read_qm9pack,
+)
 from galfast.datasets.qm9_targets import QM9_TARGETS, QM9_UNITS
 
 __all__ = ["QM9_SOURCES", "qm9"]
@@ -92,6 +97,7 @@ def _process(
         package = qm9pack_folder()
         if package is not None and rdkit_available():
             molecules, how = read_qm9pack(package, workers=workers)
+            _check_whole(package, molecules)
             return molecules, _qm9pack_notes(how), "qm9pack"
         missing = [n for n, ok in (("qm9pack", package), ("rdkit", rdkit_available())) if not ok]
         reasons.append(f"{' and '.join(missing)} not installed")
@@ -108,6 +114,15 @@ def _process(
         f"`pip install galfast[qm9]` (qm9pack and RDKit), or put {', '.join(RAW_FILES)} (the "
         f"first two inside qm9.zip) from\n{urls}\ninto {folder / 'raw'}."
     )
+
+
+def _check_whole(package: Path, molecules: RawMolecules) -> None:
+    # A part file cut at a row boundary reads as valid rows: only the count shows it.
+    if molecules.ids.size != QM9PACK_MOLECULES:
+        raise ValueError(
+            f"{package}: qm9pack's files hold {molecules.ids.size:,} molecules, not "
+            f"{QM9PACK_MOLECULES:,}; reinstall qm9pack (pip install --force-reinstall qm9pack)"
+        )
 
 
 def _dataset(molecules: RawMolecules, notes: tuple[str, ...]) -> MoleculeDataset:

@@ -24,9 +24,16 @@ from galfast.datasets.qm9_bonds import perceive_bonds
 from galfast.datasets.qm9_features import RawMolecules, check_molecules
 from galfast.datasets.qm9_targets import targets_from_xyz_properties
 
-__all__ = ["QM9PACK_FILES", "qm9pack_folder", "read_qm9pack", "rdkit_available"]
+__all__ = [
+    "QM9PACK_FILES",
+    "QM9PACK_MOLECULES",
+    "qm9pack_folder",
+    "read_qm9pack",
+    "rdkit_available",
+]
 
 QM9PACK_FILES = ("qm9_part1.csv", "qm9_part2.csv", "qm9_part3.csv")
+QM9PACK_MOLECULES = 130_831  # every part read whole
 _SYMBOLS = {"H": 1, "C": 6, "N": 7, "O": 8, "F": 9}
 _INDEX, _SMILES, _ELEMENTS, _XYZ = 1, 2, 6, 7
 _PROPERTIES = slice(10, 25)  # RotA..Heatcapacity: A, B, C, mu, alpha, ..., cv

@@ -16,6 +16,7 @@ from typing import Any
 from torch import Tensor, nn
 
 from galfast.models import KGLinkPredictor, one_to_n_loss
+from galfast.models.one_to_n_loss import check_label_smoothing
 
 __all__ = ["OneToNHead", "OneToNLoss"]
 
@@ -45,8 +46,7 @@ class OneToNLoss:
     """``one_to_n_loss(logits, batch.targets, label_smoothing)`` as a trainer ``task_loss``."""
 
     def __init__(self, label_smoothing: float = 0.1) -> None:
-        if not 0.0 <= label_smoothing < 1.0:
-            raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing}")
+        check_label_smoothing(label_smoothing)  # now, not at the first step
         self.label_smoothing = label_smoothing
 
     def __call__(self, logits: Tensor, batch: Any) -> Tensor:
