@@ -177,6 +177,17 @@ def _check_weight(graph: Graph, edge_weight) -> None:
         )
 
 
+def _check_fanouts(fanouts) -> None:
+    """ValueError unless ``fanouts`` is a sequence of 1 to MAX_LAYERS ints, each -1 or in
+    ``[0, MAX_FANOUT]``."""
+    if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
+        raise ValueError(f"fanouts must be a sequence of ints, got {type(fanouts).__name__}")
+    if not 1 <= len(fanouts) <= MAX_LAYERS:
+        raise ValueError(f"fanouts must hold 1 to {MAX_LAYERS} layers, got {len(fanouts)}")
+    for layer, fanout in enumerate(fanouts):
+        _check_int(f"fanouts[{layer}]", fanout, -1, MAX_FANOUT + 1)
+
+
 def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> list[int]:
     if tracing():
         raise RuntimeError(
@@ -185,12 +196,7 @@ def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> list[int]:
         )
     check_op_graph(graph, "sample_neighbors", one_node_set=True)
     _check_seeds(graph, seeds)
-    if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
-        raise ValueError(f"fanouts must be a sequence of ints, got {type(fanouts).__name__}")
-    if not 1 <= len(fanouts) <= MAX_LAYERS:
-        raise ValueError(f"fanouts must hold 1 to {MAX_LAYERS} layers, got {len(fanouts)}")
-    for layer, fanout in enumerate(fanouts):
-        _check_int(f"fanouts[{layer}]", fanout, -1, MAX_FANOUT + 1)
+    _check_fanouts(fanouts)
     _check_int("seed", seed, 0, 2**64)
     _check_int("batch", batch, 0, 2**32)
     if edge_weight is not None:

@@ -118,6 +118,13 @@ class ProcessGroup:
                     with torch.no_grad():
                         dist.broadcast(tensor.data, src=0)
 
-    def barrier(self) -> None:
-        if self.enabled:
-            dist.barrier()
+    def from_rank_zero(self, flag: bool, device: torch.device) -> bool:
+        """Rank 0's ``flag`` in every process (each waits for rank 0, as at a barrier)."""
+        if not self.enabled:
+            return flag
+        value = torch.tensor([float(flag)], device=device)
+        dist.broadcast(value, src=0)
+        return bool(value.item())
+
+    def same_as(self, other: ProcessGroup) -> bool:
+        return (self.rank, self.world_size) == (other.rank, other.world_size)

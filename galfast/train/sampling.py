@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from galfast.ops.sample_neighbors import MAX_FANOUT, MAX_LAYERS
 
@@ -59,3 +60,8 @@ class NeighborSampling:
         size = self.embed_chunk_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"embed_chunk_size must be an int >= 1, got {size!r}")
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        """What a checkpoint records to refuse resuming with other sampling (the chunk size of
+        ``embed`` does not change training)."""
+        return {"fanouts": list(self.fanouts), "weighted": self.weighted}

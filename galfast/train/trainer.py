@@ -26,6 +26,14 @@ from galfast.graph import Graph
 from galfast.nn.grad_reverse import grad_reverse
 from galfast.train.batches import NodeBatches
 from galfast.train.callbacks import Callback, History
+from galfast.train.checkpoints import (
+    CHECKPOINT_FORMAT,
+    check_checkpoint,
+    check_module_state,
+    check_optimizer_state,
+    read_checkpoint,
+    write_checkpoint,
+)
 from galfast.train.config import GALConfig, check_number
 from galfast.train.distributed import ProcessGroup
 from galfast.train.encoding import move_to_device, node_inputs, to_device_without_waiting
@@ -42,21 +50,6 @@ from galfast.train.sampling import NeighborSampling
 from galfast.train.step_graphs import StepGraphs
 
 __all__ = ["GALTrainer", "LossDiverged"]
-
-CHECKPOINT_FORMAT = 1
-# What state_dict() writes, all of which load_state_dict() reads.
-_CHECKPOINT_KEYS = (
-    "format",
-    "config",
-    "encoder",
-    "task_head",
-    "attacker",
-    "task_optimizer",
-    "adversary_optimizer",
-    "epoch",
-    "step",
-    "history",
-)
 
 AttackerSpec = Union[nn.Module, Mapping[str, nn.Module], None]
 SensitiveSpec = Union[SensitiveAttribute, Sequence[SensitiveAttribute], None]
@@ -318,6 +311,18 @@ class GALTrainer(SampledSteps):
         self._context: tuple = ()
         self._sampled: Optional[SampledEncoder] = None
 
+    def _check_process_group(self) -> None:
+        """The trainer splits batches and writes checkpoints for the process group it was built
+        in: one initialised later (or ended) would leave every process training alone."""
+        now = ProcessGroup.detect()
+        if not now.same_as(self.process_group):
+            raise ValueError(
+                f"this trainer was built as process {self.process_group.rank} of "
+                f"{self.process_group.world_size} but torch.distributed now has this process as "
+                f"{now.rank} of {now.world_size}: call init_distributed() before building the "
+                "GALTrainer, and keep the process group until training ends"
+            )
+
     @staticmethod
     def _module_device(module: nn.Module) -> torch.device:
         for p in module.parameters():
@@ -367,6 +372,7 @@ class GALTrainer(SampledSteps):
             LossDiverged: an epoch's task or adversary loss was NaN or infinite.
         """
         check_number("epochs", epochs, minimum=0, integer=True)
+        self._check_process_group()
         if graph is not None and not isinstance(graph, Graph):
             raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
         if graph is None and self.settings.pairing.hops > 0:
@@ -751,11 +757,12 @@ class GALTrainer(SampledSteps):
     # ---------------------------------------------------------------- checkpoints
     def state_dict(self) -> dict[str, Any]:
         """Everything an exact resume needs: module and optimizer states, the epoch and step
-        counters, the history and the config. No generator state is needed: every draw is
-        keyed by (seed, epoch, step), see ``seed``."""
+        counters, the history, the config and the sampler. No generator state is needed: every
+        draw is keyed by (seed, epoch, step), see ``seed``."""
         return {
             "format": CHECKPOINT_FORMAT,
             "config": self.config,
+            "sampler": self._sampler_record(),
             "encoder": self.encoder.state_dict(),
             "task_head": (
                 self.task_head.state_dict() if isinstance(self.task_head, nn.Module) else None
@@ -772,14 +779,23 @@ class GALTrainer(SampledSteps):
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         """Restores :meth:`state_dict` into this trainer (built with the same modules and
-        hyperparameters; a mismatch raises ValueError naming the differing settings)."""
-        _check_checkpoint(state, "state")
+        hyperparameters; a mismatch raises ValueError naming the differing settings, and
+        leaves the trainer as it was)."""
+        self._load_state(state, "state")
+
+    def _load_state(self, state: Mapping[str, Any], source: str) -> None:
+        check_checkpoint(state, source)
         differing = self.settings.differences(state["config"])
+        # Checkpoints written before the sampler was recorded: it is unknown.
+        saved_sampler = state.get("sampler", self._sampler_record())
+        if saved_sampler != self._sampler_record():
+            differing.append(f"sampler: saved {saved_sampler!r}, now {self._sampler_record()!r}")
         if differing:
             detail = ", ".join(differing)
             raise ValueError(f"the checkpoint was made with other settings ({detail})")
         if (state["attacker"] is None) != (self.attacker is None):
             raise ValueError("the checkpoint and this trainer disagree on having an attacker")
+        self._check_fits(state, source)
         self.encoder.load_state_dict(state["encoder"])
         if isinstance(self.task_head, nn.Module):
             self.task_head.load_state_dict(state["task_head"])
@@ -794,28 +810,44 @@ class GALTrainer(SampledSteps):
         if self._step_graphs is not None:
             self._step_graphs.clear()  # captured steps read the replaced optimizer state
 
+    def _sampler_record(self) -> Optional[dict[str, Any]]:
+        return None if self.sampler is None else self.sampler.to_checkpoint()
+
+    def _check_fits(self, state: Mapping[str, Any], source: str) -> None:
+        """Every module and optimizer state of ``state`` fits this trainer's, checked before
+        any is loaded."""
+        for name in ("encoder", "task_head", "attacker"):
+            module = getattr(self, name)
+            if isinstance(module, nn.Module):
+                check_module_state(name, module, state[name], source)
+        for name in ("task_optimizer", "adversary_optimizer"):
+            optimizer = getattr(self, name)
+            if optimizer is not None:
+                check_optimizer_state(name, optimizer, state[name], source)
+
     def save_checkpoint(self, path: Union[str, os.PathLike]) -> None:
         """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed).
         With several processes, every process calls it and rank 0 alone writes (all hold the
-        same state); each returns once the file is complete."""
-        if self.process_group.rank != 0:
-            self.process_group.barrier()
-            return
-        path = os.fspath(path)
-        parent = os.path.dirname(path)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        tmp = f"{path}.tmp"
-        torch.save(self.state_dict(), tmp)
-        os.replace(tmp, path)
-        self.process_group.barrier()
+        same state); each returns once the file is complete, and each raises if it failed."""
+        self._check_process_group()
+        failure = None
+        if self.process_group.rank == 0:
+            try:
+                write_checkpoint(self.state_dict(), path)
+            except Exception as error:
+                failure = error
+        # Rank 0's outcome reaches every process: a failed write raises everywhere instead of
+        # leaving the other processes waiting for it.
+        if self.process_group.from_rank_zero(failure is not None, self.device):
+            if failure is not None:
+                raise failure
+            raise OSError(f"rank 0 could not write the checkpoint {os.fspath(path)}")
 
     def load_checkpoint(self, path: Union[str, os.PathLike]) -> GALTrainer:
         """Loads a checkpoint written by :meth:`save_checkpoint` into this trainer; the next
         ``fit`` continues exactly where the saved run stopped. Returns ``self``."""
-        state = torch.load(os.fspath(path), map_location=self.device, weights_only=True)
-        _check_checkpoint(state, os.fspath(path))
-        self.load_state_dict(state)
+        state = read_checkpoint(path, self.device)
+        self._load_state(state, os.fspath(path))
         return self
 
     @classmethod
@@ -859,16 +891,17 @@ class GALTrainer(SampledSteps):
     ) -> GALTrainer:
         """Builds a trainer with the hyperparameters saved in ``path`` around freshly built
         modules of the same architecture, and loads the saved state. ``optimizer`` is needed
-        only when the saved run used a factory (which a checkpoint cannot store); ``sampler``
-        when it trained on sampled batches (a run may resume on any number of processes).
+        only when the saved run used a factory (which a checkpoint cannot store); ``sampler``,
+        the saved run's, when it trained on sampled batches (a run may resume on any number of
+        processes).
 
         Example:
             >>> trainer = GALTrainer.resume("run.pt", make_encoder(), head, attacker,
             ...                             task_loss=link_loss)  # doctest: +SKIP
             >>> trainer.fit(graph, batches, sensitive, epochs=50)  # doctest: +SKIP
         """
-        state = torch.load(os.fspath(path), map_location=device or "cpu", weights_only=True)
-        _check_checkpoint(state, os.fspath(path))
+        state = read_checkpoint(path, device or "cpu")
+        check_checkpoint(state, os.fspath(path))
         settings = GALConfig.from_checkpoint(state["config"], optimizer)
         trainer = cls.from_config(
             encoder,
@@ -879,24 +912,5 @@ class GALTrainer(SampledSteps):
             device=device,
             sampler=sampler,
         )
-        trainer.load_state_dict(state)
+        trainer._load_state(state, os.fspath(path))
         return trainer
-
-
-def _check_checkpoint(state: Any, source: str) -> None:
-    """ValueError unless ``state`` (read from ``source``) is what :meth:`GALTrainer.state_dict`
-    writes, in this format: another file would fail later with a bare KeyError."""
-    if not isinstance(state, Mapping):
-        raise ValueError(
-            f"{source} is not a GALTrainer checkpoint: it holds a {type(state).__name__}, "
-            "not a dict"
-        )
-    missing = [key for key in _CHECKPOINT_KEYS if key not in state]
-    if missing or not isinstance(state["config"], Mapping):
-        lacks = ", ".join(missing) if missing else "a config dict"
-        raise ValueError(f"{source} is not a GALTrainer checkpoint: it lacks {lacks}")
-    if state["format"] != CHECKPOINT_FORMAT:
-        raise ValueError(
-            f"{source} is a checkpoint of format {state['format']!r}; this version reads "
-            f"format {CHECKPOINT_FORMAT}"
-        )
