@@ -219,7 +219,7 @@ def test_age_group_boundaries():
         (lambda d: d.joinpath("ratings.dat").write_text("1::1::4\n"), "4 columns"),
         (
             lambda d: d.joinpath("ratings.dat").write_text("1::1::x::0\n"),
-            "ratings.dat is malformed",
+            "ratings.dat line 1: expected 4 whole numbers",
         ),
         (lambda d: d.joinpath("ratings.dat").write_text("\n"), "ratings.dat holds no rows"),
         (lambda d: d.joinpath("users.dat").write_text("1::F::19::1::0\n"), "unknown age codes"),

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import tempfile
 import urllib.request
 import warnings
 import zipfile
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
@@ -79,7 +81,16 @@ def _expected_sha256(resource: Resource, target: Path) -> Optional[str]:
     if resource.sha256 is not None:
         return resource.sha256.lower()
     pin = _pin_path(target)
-    return pin.read_text().split()[0].lower() if pin.is_file() else None
+    if not pin.is_file():
+        return None
+    # A pin cut short (a crash or a full disk while it was written) or edited by hand.
+    words = pin.read_text(errors="replace").split()
+    if not words or not re.fullmatch("[0-9a-f]{64}", words[0].lower()):
+        raise ChecksumError(
+            f"{pin} holds no SHA-256 (expected 64 hex digits and the file name). Delete it to "
+            "pin the next download afresh, or write the hash of a trusted copy into it."
+        )
+    return words[0].lower()
 
 
 def verify_file(path: Path, resource: Resource) -> None:
@@ -175,12 +186,14 @@ def extract_zip(archive: Path, directory: Path, member_root: str) -> Path:
         return destination
     staging = Path(tempfile.mkdtemp(dir=directory, prefix=f".{member_root}."))
     try:
-        with zipfile.ZipFile(archive) as zipped:
-            for member in zipped.namelist():
-                resolved = (staging / member).resolve()
-                if not resolved.is_relative_to(staging.resolve()):
-                    raise ValueError(f"{archive} holds an unsafe member path {member!r}")
-            zipped.extractall(staging)
+        try:
+            _extract_all(archive, staging)
+        # What zipfile raises for a damaged archive (a bad header, CRC or deflate stream).
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as err:
+            raise ValueError(
+                f"{archive} is damaged ({type(err).__name__}: {err}); delete it and download "
+                "it again"
+            ) from err
         unpacked = staging / member_root
         if not unpacked.is_dir():
             raise ValueError(f"{archive} has no top-level folder {member_root!r}")
@@ -188,3 +201,13 @@ def extract_zip(archive: Path, directory: Path, member_root: str) -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return destination
+
+
+def _extract_all(archive: Path, staging: Path) -> None:
+    """Extracts every member of `archive` into `staging`, refusing paths that leave it."""
+    with zipfile.ZipFile(archive) as zipped:
+        for member in zipped.namelist():
+            resolved = (staging / member).resolve()
+            if not resolved.is_relative_to(staging.resolve()):
+                raise ValueError(f"{archive} holds an unsafe member path {member!r}")
+        zipped.extractall(staging)

@@ -7,6 +7,7 @@ downloads the official archive (verified against a pinned SHA-256) or reads a lo
 from __future__ import annotations
 
 import io
+import itertools
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from galfast.datasets._arrays import sorted_unique
 from galfast.datasets.download import (
     DatasetNotFoundError,
     Resource,
@@ -22,7 +24,11 @@ from galfast.datasets.download import (
     fetch,
     verify_file,
 )
-from galfast.datasets.rating_dataset import RatingDataset, build_rating_dataset
+from galfast.datasets.rating_dataset import (
+    NUM_RATING_LEVELS,
+    RatingDataset,
+    build_rating_dataset,
+)
 
 __all__ = [
     "AGE_GROUPS",
@@ -113,15 +119,50 @@ def _read_text(path: Path) -> str:
 
 
 def _int_table(text: str, separator: str, columns: int, source: str) -> np.ndarray:
+    """The rows of `text` as int64; row ``r`` is the ``r``-th non-empty line (see _line_of)."""
     if not text.strip():
         raise ValueError(f"{source} holds no rows")
     try:
-        table = np.loadtxt(io.StringIO(text), dtype=np.int64, delimiter=separator, ndmin=2)
+        # loadtxt takes one-character delimiters only; '#' starts no comment in these files.
+        table = np.loadtxt(
+            io.StringIO(text.replace(separator, "\t")),
+            dtype=np.int64,
+            delimiter="\t",
+            ndmin=2,
+            comments=None,
+        )
     except ValueError as err:
-        raise ValueError(f"{source} is malformed: {err}") from err
+        raise ValueError(_malformed(text, separator, columns, source, err)) from err
     if table.shape[1] != columns:
         raise ValueError(f"{source} must have {columns} columns per row, got {table.shape[1]}")
     return table
+
+
+def _malformed(text: str, separator: str, columns: int, source: str, err: Exception) -> str:
+    """Names the first line loadtxt could not read: its own message counts rows from 0,
+    without the empty lines."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        line = line.removesuffix("\r")
+        fields = line.split(separator)
+        if line and (len(fields) != columns or not all(map(_is_int64, fields))):
+            return (
+                f"{source} line {number}: expected {columns} whole numbers separated by "
+                f"{separator!r}, got {line[:100]!r}"  # a file with '\r' line ends is one line
+            )
+    return f"{source} is malformed: {err}"
+
+
+def _is_int64(field: str) -> bool:
+    try:
+        return -(2**63) <= int(field) < 2**63
+    except ValueError:
+        return False
+
+
+def _line_of(text: str, row: int) -> int:
+    """The line number of row `row` of the table _int_table read from `text`."""
+    data_lines = (n for n, line in enumerate(text.split("\n"), 1) if line.removesuffix("\r"))
+    return next(itertools.islice(data_lines, row, None))
 
 
 def _fields(text: str, separator: str, count: int, source: str) -> list[list[str]]:
@@ -148,27 +189,57 @@ def _code(value: str, classes: tuple[str, ...], what: str, source: str) -> int:
 
 
 def _whole(value: str, what: str, source: str) -> int:
-    if not value.strip().isdigit():
-        raise ValueError(f"{source}: {what} must be a whole number, got {value!r}")
+    # isdecimal, not isdigit: int() rejects latin-1's '²'; an id past int64 fits no tensor.
+    if not value.strip().isdecimal() or int(value) >= 2**63:
+        raise ValueError(f"{source}: {what} must be a whole number below 2**63, got {value!r}")
     return int(value)
 
 
-def _index_of(raw: np.ndarray, known: np.ndarray, what: str, source: str) -> np.ndarray:
-    """Maps raw ids to their position in `known` (sorted), rejecting unknown ids."""
+def _rating_line(parsed: dict, row: int) -> str:
+    return f"{parsed['files'][0]} line {_line_of(parsed['rating_text'], row)}"
+
+
+def _index_of(parsed: dict, column: int, known: np.ndarray, what: str) -> np.ndarray:
+    """Maps the raw ids of a ratings column to their position in `known` (sorted), rejecting
+    unknown ids."""
+    raw = parsed["ratings"][:, column]
     position = np.searchsorted(known, raw)
     position = np.minimum(position, len(known) - 1)
     unknown = known[position] != raw
     if unknown.any():
+        row = np.flatnonzero(unknown)[0]
         raise ValueError(
-            f"{source} refers to {what} id {raw[unknown][0]} missing from the {what} file"
+            f"{_rating_line(parsed, row)}: {what} id {raw[row]} is not in "
+            f"{parsed['files'][column + 1]}"
         )
     return position
 
 
+def _check_ratings(parsed: dict, user_index: np.ndarray, movie_index: np.ndarray) -> None:
+    """Ratings lie in 1..5 and no user rates a movie twice: a second rating of the pair would
+    be a parallel edge, and one copy could land in training, the other in test."""
+    rating = parsed["ratings"][:, 2]
+    bad = np.flatnonzero((rating < 1) | (rating > NUM_RATING_LEVELS))
+    if bad.size:
+        raise ValueError(
+            f"{_rating_line(parsed, bad[0])}: rating {rating[bad[0]]} is outside "
+            f"1..{NUM_RATING_LEVELS}"
+        )
+    pair = user_index * len(parsed["movie_ids"]) + movie_index
+    if sorted_unique(pair).size != pair.size:
+        order = np.argsort(pair, kind="stable")
+        row = order[1:][pair[order][1:] == pair[order][:-1]].min()
+        first = np.flatnonzero(pair == pair[row])[0]
+        user, movie = parsed["ratings"][row, :2]
+        raise ValueError(
+            f"{_rating_line(parsed, row)}: user {user} rates movie {movie} a second time "
+            f"(first on line {_line_of(parsed['rating_text'], first)})"
+        )
+
+
 def _parse_1m(folder: Path) -> dict:
-    ratings = _int_table(
-        _read_text(folder / "ratings.dat").replace("::", "\t"), "\t", 4, "ratings.dat"
-    )
+    rating_text = _read_text(folder / "ratings.dat")
+    ratings = _int_table(rating_text, "::", 4, "ratings.dat")
     users = _fields(_read_text(folder / "users.dat"), "::", 5, "users.dat")
     movie_ids, titles = [], []
     for number, line in enumerate(_read_text(folder / "movies.dat").splitlines(), start=1):
@@ -194,6 +265,7 @@ def _parse_1m(folder: Path) -> dict:
         raise ValueError(f"users.dat: occupation codes must lie in 0..{len(OCCUPATIONS_1M) - 1}")
     return dict(
         ratings=ratings[:, :3],
+        rating_text=rating_text,
         user_ids=np.array([_whole(user[0], "UserID", "users.dat") for user in users]),
         gender=[_code(user[1], GENDERS, "gender", "users.dat") for user in users],
         age=[_ML1M_AGE_CODES.index(code) for code in age_codes],
@@ -206,11 +278,13 @@ def _parse_1m(folder: Path) -> dict:
 
 
 def _parse_100k(folder: Path) -> dict:
-    ratings = _int_table(_read_text(folder / "u.data"), "\t", 4, "u.data")
+    rating_text = _read_text(folder / "u.data")
+    ratings = _int_table(rating_text, "\t", 4, "u.data")
     users = _fields(_read_text(folder / "u.user"), "|", 5, "u.user")
     items = _fields(_read_text(folder / "u.item"), "|", 24, "u.item")
     return dict(
         ratings=ratings[:, :3],
+        rating_text=rating_text,
         user_ids=np.array([_whole(user[0], "user id", "u.user") for user in users]),
         gender=[_code(user[2], GENDERS, "gender", "u.user") for user in users],
         age=age_group(np.array([_whole(user[1], "age", "u.user") for user in users])),
@@ -329,13 +403,10 @@ def movielens(
     ):
         if np.any(np.diff(ids[order]) == 0):
             raise ValueError(f"{spec.name}: a {what} id is listed twice in the {what} file")
-    rating_file, _, movie_file = parsed["files"]
-    user_index = order_users[
-        _index_of(parsed["ratings"][:, 0], parsed["user_ids"][order_users], "user", rating_file)
-    ]
-    movie_index = order_movies[
-        _index_of(parsed["ratings"][:, 1], parsed["movie_ids"][order_movies], "movie", rating_file)
-    ]
+    movie_file = parsed["files"][2]
+    user_index = order_users[_index_of(parsed, 0, parsed["user_ids"][order_users], "user")]
+    movie_index = order_movies[_index_of(parsed, 1, parsed["movie_ids"][order_movies], "movie")]
+    _check_ratings(parsed, user_index, movie_index)
     rated = np.zeros(len(parsed["movie_ids"]), dtype=bool)
     rated[movie_index] = True
     movie_ids, titles = parsed["movie_ids"], tuple(parsed["titles"])

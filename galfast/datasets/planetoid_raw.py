@@ -84,10 +84,15 @@ class _PlanetoidUnpickler(pickle.Unpickler):
 def load_pickle(path: Path) -> Any:
     """Unpickles a Planetoid raw file (Python 2 pickle, latin-1 strings), allowing only numpy
     arrays, scipy CSR matrices and the adjacency dict."""
+    data = path.read_bytes()
     try:
-        return _PlanetoidUnpickler(io.BytesIO(path.read_bytes()), encoding="latin1").load()
-    except (pickle.UnpicklingError, EOFError, AttributeError, TypeError, ValueError) as err:
-        raise ValueError(f"{path} is not a valid Planetoid pickle: {err}") from err
+        return _PlanetoidUnpickler(io.BytesIO(data), encoding="latin1").load()
+    # Corrupt bytes make the unpickler raise nearly anything (pickle's docs say so): a codec
+    # name a flipped byte garbled (LookupError), a length no memory holds (MemoryError), ...
+    except Exception as err:
+        raise ValueError(
+            f"{path} is not a valid Planetoid pickle: {type(err).__name__}: {err}"
+        ) from err
 
 
 @dataclass(frozen=True, eq=False)
@@ -120,7 +125,12 @@ class PlanetoidRaw:
 def _one_hot(value: Any, path: Path) -> np.ndarray:
     import scipy.sparse as sp
 
-    array = np.asarray(value.toarray() if sp.issparse(value) else value)
+    if sp.issparse(value):
+        value = _csr(value, path).toarray()
+    try:
+        array = np.asarray(value)
+    except ValueError as err:  # a ragged list of rows
+        raise ValueError(f"{path} must hold a 2-D one-hot label matrix: {err}") from err
     if array.ndim != 2:
         raise ValueError(f"{path} must hold a 2-D one-hot label matrix, got shape {array.shape}")
     # One 1 per row, or none (a node without a label, as CiteSeer has): argmax of anything else
@@ -133,9 +143,15 @@ def _one_hot(value: Any, path: Path) -> np.ndarray:
 def _csr(value: Any, path: Path) -> sp.csr_matrix:
     import scipy.sparse as sp
 
-    if not sp.issparse(value) or value.ndim != 2:
+    if not isinstance(value, sp.csr_matrix):  # the only sparse class the unpickler allows
         raise ValueError(f"{path} must hold a 2-D scipy sparse matrix, got {type(value).__name__}")
-    return sp.csr_matrix(value, dtype=np.float32)
+    # The unpickler sets the matrix's arrays as the file has them: an index past the shape or
+    # a decreasing indptr would make scipy's C++ kernels write out of bounds (a segfault).
+    try:
+        value.check_format(full_check=True)
+        return sp.csr_matrix(value, dtype=np.float32)
+    except (AttributeError, TypeError, ValueError, IndexError, OverflowError) as err:
+        raise ValueError(f"{path} holds a corrupt sparse matrix: {err}") from err
 
 
 def _labels(one_hot: np.ndarray) -> np.ndarray:
@@ -176,7 +192,7 @@ def read_planetoid_raw(folder: Path, name: str) -> PlanetoidRaw:
     ally = _one_hot(load_pickle(path["ally"]), path["ally"])
     try:
         test_index = np.array([int(t) for t in path["test.index"].read_text().split()], np.int64)
-    except ValueError as err:
+    except (ValueError, OverflowError) as err:  # OverflowError: an id past int64
         raise ValueError(f"{path['test.index']} must hold one node id per line: {err}") from err
     adjacency = load_pickle(path["graph"])
     if not isinstance(adjacency, dict):
@@ -196,6 +212,14 @@ def read_planetoid_raw(folder: Path, name: str) -> PlanetoidRaw:
     if y.shape[0] + NUM_VAL > num_all:
         raise ValueError(f"{name}: ally has {num_all} rows, fewer than len(y) + {NUM_VAL}")
     num_nodes = int(test_index.max()) + 1
+    # Ids in the test range without a test row become featureless nodes (CiteSeer has 15 of
+    # 1,015). One mistyped id far out would add millions of them, or exhaust the memory.
+    if num_nodes - num_all > 2 * test_index.size:
+        raise ValueError(
+            f"{path['test.index']} lists node {num_nodes - 1}, which would make "
+            f"{num_nodes - num_all - test_index.size} test-range nodes without a row in ty "
+            f"(more than the {test_index.size} it has): a corrupt id?"
+        )
 
     one_hot = np.zeros((num_nodes, num_classes), dtype=np.int64)
     one_hot[:num_all] = ally
