@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast.gal.sensitive import KINDS
+
 __all__ = ["DISTANCES", "adversary_loss", "clip_weights", "tv_loss", "wasserstein_gap"]
 
 DISTANCES = ("tv", "wasserstein")
@@ -16,6 +18,13 @@ DISTANCES = ("tv", "wasserstein")
 def _binary_logits(outputs: Tensor) -> bool:
     """A binary adversary may emit one logit or two softmax scores."""
     return outputs.dim() == 1 or outputs.size(-1) == 1
+
+
+def _check_kind(kind: str) -> None:
+    """An unknown kind would fall through to the continuous branch (MSE) or index a missing
+    dimension."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
 def check_outputs(name: str, kind: str, outputs: Tensor, targets: Tensor, expected: int) -> None:
@@ -41,6 +50,7 @@ def tv_loss(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
     - multilabel: mean BCE over ``[K, L]`` logits and 0/1 targets;
     - continuous: mean squared error between ``[K, D]`` predictions and targets.
     """
+    _check_kind(kind)
     if kind == "binary" and _binary_logits(outputs):
         return F.binary_cross_entropy_with_logits(outputs.view(-1), targets.to(outputs.dtype))
     if kind in ("binary", "categorical"):
@@ -95,6 +105,7 @@ def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
     Example (hand-computed): scores ``[[1, 0], [3, 0], [0, 5]]``, classes ``[0, 0, 1]``:
     ``pbar_0 = (1 + 3) / 2 = 2``, ``pbar_1 = 5``, gap ``3``.
     """
+    _check_kind(kind)
     if kind == "continuous":
         raise ValueError(
             "the Wasserstein distance is defined here for discrete attributes "

@@ -33,6 +33,7 @@ def index_batches(
     epochs are reproducible and resumable, and the same on every device: the order is drawn
     on the CPU and copied once per epoch (a copy per batch from pageable memory made the host
     wait for the GPU's queued work at every step)."""
+    check_batch_size(batch_size)  # again: a batch_size set on the batches after they were built
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     if device is not None:
         order = order.to(device)

@@ -11,6 +11,9 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
+from galfast._dtypes import all_finite
+from galfast.graph import _count
+from galfast.nn._layer_checks import check_count
 from galfast.train.batch_indices import check_batch_size, index_batches
 from galfast.train.graph_batches import GraphBatch, GraphBatches
 
@@ -80,14 +83,16 @@ class NodeBatches:
         rows = y.size(0) if y.dim() else 0  # a scalar has no rows
         if rows != nodes.numel():
             raise ValueError(f"y has {rows} rows for {nodes.numel()} nodes")
-        if nodes.numel() and int(nodes.min()) < 0:  # would index from the end: the wrong nodes
-            raise ValueError(f"nodes holds a negative node id ({int(nodes.min())})")
+        _check_not_negative("nodes", nodes)
+        _check_consistent_labels(nodes, y)
         check_batch_size(batch_size)
         self.nodes, self.y = nodes.long(), y
         self.batch_size, self.shuffle = batch_size, shuffle
 
     def check_nodes(self, num_nodes: int) -> None:
-        """Every node id must lie in the graph being trained on (``fit`` checks this)."""
+        """Every node id must lie in the graph being trained on (``fit`` checks this, and so
+        catches ids edited in place since the batches were built)."""
+        _check_not_negative("nodes", self.nodes)
         if self.nodes.numel() and int(self.nodes.max()) >= num_nodes:
             raise ValueError(
                 f"nodes holds node id {int(self.nodes.max())} but the graph has {num_nodes} nodes"
@@ -105,6 +110,25 @@ class NodeBatches:
             yield NodeBatch(self.nodes[idx], self.y[idx])
 
 
+def _check_consistent_labels(nodes: Tensor, y: Tensor) -> None:
+    """A node listed twice is weighed twice (oversampling, allowed); with two different
+    targets it is a mistake (a relabelled copy)."""
+    order = torch.sort(nodes, stable=True).indices
+    repeated = nodes[order][1:] == nodes[order][:-1]
+    if not bool(repeated.any()):
+        return
+    first, second = order[:-1][repeated], order[1:][repeated]
+    differs = (y[first] != y[second]).reshape(first.numel(), -1).any(1)
+    if bool(differs.any()):
+        node = int(nodes[first[differs][0]])
+        raise ValueError(f"nodes lists node {node} twice with different targets in y")
+
+
+def _check_not_negative(name: str, ids: Tensor) -> None:
+    if ids.numel() and int(ids.min()) < 0:  # would index from the end: the wrong nodes
+        raise ValueError(f"{name} holds a negative node id ({int(ids.min())})")
+
+
 def _check_edge_index(edge_index: Tensor) -> Tensor:
     if (
         not isinstance(edge_index, Tensor)
@@ -113,6 +137,7 @@ def _check_edge_index(edge_index: Tensor) -> Tensor:
         or edge_index.dtype not in (torch.int64, torch.int32)
     ):
         raise ValueError("edge_index must be an int64 tensor of shape [2, num_edges]")
+    _check_not_negative("edge_index", edge_index)
     return edge_index.long()
 
 
@@ -150,10 +175,10 @@ class LinkBatches:
         shuffle: bool = True,
     ) -> None:
         self.edge_index = _check_edge_index(edge_index)
+        num_nodes = _count("num_nodes", num_nodes)
         if num_nodes < 1 or (self.edge_index.numel() and int(self.edge_index.max()) >= num_nodes):
             raise ValueError(f"num_nodes={num_nodes} does not cover the node ids in edge_index")
-        if negatives < 0:
-            raise ValueError(f"negatives must be >= 0, got {negatives}")
+        check_count("negatives", negatives, 0)
         check_batch_size(batch_size)
         self.num_nodes, self.batch_size = num_nodes, batch_size
         self.negatives, self.shuffle = negatives, shuffle
@@ -195,7 +220,7 @@ class RatingBatches:
 
     Args:
         edge_index: ``[2, E]`` rated pairs (user, item).
-        ratings: ``[E]`` rating values, each one of ``levels``.
+        ratings: ``[E]`` rating values, each one of ``levels`` (a tensor, a list or an array).
         levels: the possible ratings in increasing order (default: the sorted distinct values).
         batch_size: ratings per batch (8,192 in the paper's MovieLens runs); None = all.
         shuffle: reshuffle every epoch.
@@ -204,12 +229,13 @@ class RatingBatches:
     def __init__(
         self,
         edge_index: Tensor,
-        ratings: Tensor,
+        ratings: Union[Tensor, Sequence[float]],
         levels: Optional[Sequence[float]] = None,
         batch_size: Optional[int] = 8192,
         shuffle: bool = True,
     ) -> None:
         self.edge_index = _check_edge_index(edge_index)
+        ratings = _as_tensor("ratings", ratings)
         if ratings.dim() != 1 or ratings.numel() != self.edge_index.size(1):
             raise ValueError(
                 f"ratings must have shape [{self.edge_index.size(1)}], got {list(ratings.shape)}"
@@ -219,13 +245,22 @@ class RatingBatches:
         # ``ratings[:, :2].t()``, makes each gather strided and several times slower).
         self.edge_index = self.edge_index.contiguous()
         values = ratings.to(torch.get_default_dtype())
+        if not all_finite(values):
+            raise ValueError("ratings contain NaN or infinite values")
         self.levels = (
             torch.unique(values)
             if levels is None
             else torch.as_tensor(levels, dtype=values.dtype, device=values.device)
         )
-        if self.levels.numel() == 0 or bool((self.levels.diff() <= 0).any()):
-            raise ValueError("levels must be a non-empty, strictly increasing sequence")
+        if (
+            self.levels.dim() != 1
+            or self.levels.numel() == 0
+            or not bool((self.levels.diff() > 0).all())  # False for a NaN level too
+        ):
+            raise ValueError(
+                f"levels must be a non-empty, strictly increasing sequence of numbers, got "
+                f"{self.levels.tolist()}"
+            )
         level = torch.searchsorted(self.levels, values).clamp_max(self.levels.numel() - 1)
         if not bool((self.levels[level] == values).all()):
             raise ValueError(f"a rating is not one of the levels {self.levels.tolist()}")

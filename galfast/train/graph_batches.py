@@ -70,6 +70,38 @@ class GraphCollection(Protocol):
     def batch(self, indices: Tensor) -> Any: ...
 
 
+def _check_graph_objects(graphs: Sequence[Any]) -> None:
+    """Each graph needs a 2-D ``x`` of the common width with at least one row and an integer
+    ``[2, e]`` edge_index with ids in ``[0, rows)``: a batch merges them, where a wider x fails
+    deep in torch.cat and an id past its graph silently joins the next graph's nodes."""
+    width = None
+    for i, g in enumerate(graphs):
+        x, edge_index = getattr(g, "x", None), getattr(g, "edge_index", None)
+        if not isinstance(x, Tensor) or not isinstance(edge_index, Tensor):
+            raise ValueError(f"graph {i} lacks an x or edge_index tensor")
+        if x.dim() != 2 or x.size(0) == 0:
+            raise ValueError(f"graph {i}: x must be [num_nodes >= 1, F], got {list(x.shape)}")
+        width = x.size(1) if width is None else width
+        if x.size(1) != width:
+            raise ValueError(f"graph {i}: x has {x.size(1)} features, graph 0 has {width}")
+        if edge_index.dim() != 2 or edge_index.size(0) != 2 or edge_index.is_floating_point():
+            raise ValueError(
+                f"graph {i}: edge_index must be an integer [2, num_edges] tensor, got "
+                f"{edge_index.dtype} {list(edge_index.shape)}"
+            )
+    edges = torch.cat([g.edge_index.long() for g in graphs], 1)
+    counts = torch.tensor([g.edge_index.size(1) for g in graphs], device=edges.device)
+    sizes = torch.tensor([g.x.size(0) for g in graphs], device=edges.device)
+    bad = (edges.min(0).values < 0) | (edges.max(0).values >= sizes.repeat_interleave(counts))
+    if bool(bad.any()):
+        edge = int(bad.nonzero()[0])
+        graph = int(torch.searchsorted(counts.cumsum(0), edge, right=True))
+        raise ValueError(
+            f"graph {graph}: edge_index holds node id(s) {edges[:, edge].tolist()} outside "
+            f"[0, {int(sizes[graph])})"
+        )
+
+
 def _merge_graph_objects(parts: Sequence[Any]) -> tuple[Tensor, Graph, Tensor]:
     sizes = torch.tensor([p.x.size(0) for p in parts])
     offsets = torch.cumsum(sizes, 0) - sizes
@@ -122,24 +154,30 @@ class GraphBatches:
         transform: Optional[Callable[[Any], Any]] = None,
     ) -> None:
         self.collection = callable(getattr(graphs, "batch", None)) and hasattr(graphs, "__len__")
+        if not isinstance(y, Tensor) or y.dim() == 0:
+            raise ValueError(f"y must be a tensor with one row per graph, got {y!r}")
         if len(graphs) != y.size(0):
             raise ValueError(f"y has {y.size(0)} rows for {len(graphs)} graphs")
         if not self.collection:
             graphs = list(graphs)
-            for i, g in enumerate(graphs):
-                if not isinstance(getattr(g, "x", None), Tensor) or not isinstance(
-                    getattr(g, "edge_index", None), Tensor
-                ):
-                    raise ValueError(f"graph {i} lacks an x or edge_index tensor")
+            if graphs:
+                _check_graph_objects(graphs)
             if transform is not None:
                 raise ValueError("transform applies to graph collections (with .batch()) only")
         check_batch_size(batch_size)
         if index is None:
             index = torch.arange(len(graphs))
-        if not isinstance(index, Tensor) or index.dim() != 1 or index.is_floating_point():
+        if (
+            not isinstance(index, Tensor)
+            or index.dim() != 1
+            or index.is_floating_point()
+            or index.dtype == torch.bool  # a mask would be read as positions 0 and 1
+        ):
             raise ValueError("index must be a 1-D integer tensor of graph positions")
         if index.numel() and (int(index.min()) < 0 or int(index.max()) >= len(graphs)):
             raise ValueError(f"index holds a graph position outside [0, {len(graphs)})")
+        if torch.unique(index).numel() != index.numel():
+            raise ValueError("index holds a graph position twice")
         if seed is not None:
             seed = check_seed("seed", seed)
         self.graphs, self.y, self.index = graphs, y, index.long().cpu()
@@ -147,7 +185,8 @@ class GraphBatches:
         self.transform, self.epoch = transform, 0
 
     def __len__(self) -> int:
-        return -(-self.index.numel() // self.batch_size)
+        size = self.batch_size or max(self.index.numel(), 1)
+        return -(-self.index.numel() // size)
 
     def set_epoch(self, epoch: int) -> None:
         """With a `seed`: the next iteration draws epoch `epoch`'s order (to resume)."""

@@ -106,6 +106,7 @@ def _cross_entropy(scores: Tensor, target: Tensor, name: str) -> Tensor:
     same loss over the transposed scores, ``[1, C, B]`` with a ``[1, B]`` target, takes the
     softmax across rows, vectorised over B: the same mean of the same per-row terms, 4-5x
     faster for C below the vector width, slower above it."""
+    target = _class_ids(target, scores, name)
     try:
         if (
             scores.dim() == 2
@@ -124,6 +125,28 @@ def _cross_entropy(scores: Tensor, target: Tensor, name: str) -> Tensor:
         raise ValueError(
             f"{name} must hold class ids in [0, {classes}) for scores of {classes} classes: {err}"
         ) from err
+
+
+def _class_ids(target: Any, scores: Tensor, name: str) -> Any:
+    """``target`` as int64 class ids for ``scores`` (int32 ids converted; float targets shaped
+    like the scores are class probabilities and pass). Float or bool labels and ``[B, 1]``
+    columns are refused with their name: ATen's errors ("expected target dtype to be Long",
+    "multi-target not supported") name neither. Dtype and shape only: no host sync."""
+    if not isinstance(target, Tensor) or (
+        target.is_floating_point() and target.shape == scores.shape
+    ):
+        return target
+    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+        raise ValueError(
+            f"{name} must hold integer class ids for a classification loss, got {target.dtype} "
+            "(convert labels with .long(); use regression_loss for real-valued targets)"
+        )
+    if target.dim() != scores.dim() - 1:
+        raise ValueError(
+            f"{name} must hold one class id per row of the {list(scores.shape)} scores, got "
+            f"shape {list(target.shape)} (a [B, 1] column: .view(-1))"
+        )
+    return target.long()
 
 
 def _cpu_vector_floats() -> int:
