@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from galfast import GALTrainer, Graph
-from galfast.gal import tv_loss, wasserstein_gap
+from galfast.gal import SensitiveAttribute, tv_loss, wasserstein_gap
 from galfast.train import GraphBatches, LinkBatches, NodeBatches, RatingBatches
 from galfast.train.tasks import NodeHead, classification_loss
 
@@ -182,3 +182,49 @@ def test_adversary_losses_refuse_an_unknown_kind(loss):
     # tv_loss silently computed an MSE; wasserstein_gap raised an IndexError.
     with pytest.raises(ValueError, match="kind must be one of"):
         loss(torch.randn(4), torch.tensor([0, 1, 1, 0]), "bin")
+
+
+@pytest.mark.parametrize(
+    "batches, match",
+    [
+        (
+            lambda: LinkBatches(torch.tensor([[0, 1], [1, N + 3]]), num_nodes=N + 4),
+            f"node id {N + 3} but the graph has {N} nodes",
+        ),
+        (
+            lambda: LinkBatches(torch.tensor([[0, 1], [1, 2]]), num_nodes=N + 4),
+            f"past the graph's {N} nodes",
+        ),
+        (
+            lambda: RatingBatches(torch.tensor([[0, 1], [1, N]]), torch.tensor([1.0, 2.0])),
+            f"node id {N} but the graph has {N} nodes",
+        ),
+    ],
+)
+def test_link_and_rating_batches_past_the_graph_are_refused_at_fit(batches, match):
+    # Failed in gather_rows with an IndexError at the first step (the negatives silently drew
+    # nodes the graph lacks).
+    with pytest.raises(ValueError, match=match):
+        _fit(batches())
+
+
+def test_an_epoch_where_every_pairing_walk_fails_warns():
+    # Isolated nodes have no neighbour: the adversary saw no pair, and the record's pairs/a of
+    # 0 was the only trace.
+    graph = Graph.from_edge_index(torch.zeros(2, 0, dtype=torch.long), N)
+    trainer = GALTrainer(
+        _Linear(),
+        NodeHead(nn.Linear(8, 2)),
+        nn.Linear(8, 2),
+        task_loss=classification_loss,
+        lam=1.0,
+        pairing="neighbor",
+    )
+    labels = torch.tensor([0, 1] * (N // 2))
+    attribute = SensitiveAttribute("a", "categorical", labels)
+    with pytest.warns(RuntimeWarning, match=f"all {N} pairing walks of attribute 'a' failed"):
+        (record,) = trainer.fit(
+            graph, NodeBatches(torch.arange(N), labels), attribute, epochs=1,
+            x=torch.randn(N, 4), progress=False,
+        )  # fmt: skip
+    assert record["pairs/a"] == 0 and record["pair_failures/a"] == N

@@ -129,6 +129,14 @@ def _check_not_negative(name: str, ids: Tensor) -> None:
         raise ValueError(f"{name} holds a negative node id ({int(ids.min())})")
 
 
+def _check_edge_ids(edge_index: Tensor, num_nodes: int) -> None:
+    _check_not_negative("edge_index", edge_index)
+    if edge_index.numel() and int(edge_index.max()) >= num_nodes:
+        raise ValueError(
+            f"edge_index holds node id {int(edge_index.max())} but the graph has {num_nodes} nodes"
+        )
+
+
 def _check_edge_index(edge_index: Tensor) -> Tensor:
     if (
         not isinstance(edge_index, Tensor)
@@ -182,6 +190,15 @@ class LinkBatches:
         check_batch_size(batch_size)
         self.num_nodes, self.batch_size = num_nodes, batch_size
         self.negatives, self.shuffle = negatives, shuffle
+
+    def check_nodes(self, num_nodes: int) -> None:
+        """The pairs and the negatives' range must lie in the graph being trained on (``fit``
+        checks this, and so catches ids edited in place since the batches were built)."""
+        _check_edge_ids(self.edge_index, num_nodes)
+        if self.num_nodes > num_nodes:
+            raise ValueError(
+                f"num_nodes={self.num_nodes} draws negatives past the graph's {num_nodes} nodes"
+            )
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.edge_index.size(1), 1)
@@ -267,6 +284,10 @@ class RatingBatches:
         self.level, self.rating = level, values.contiguous()
         self.batch_size, self.shuffle = batch_size, shuffle
         self._packed = _pack_ratings(self.edge_index, level, self.levels, self.rating)
+
+    def check_nodes(self, num_nodes: int) -> None:
+        """The rated pairs must lie in the graph being trained on (``fit`` checks this)."""
+        _check_edge_ids(self.edge_index, num_nodes)
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.edge_index.size(1), 1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import os
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
@@ -24,7 +25,6 @@ from galfast.gal.seeding import (
 from galfast.gal.sensitive import KnownValues, SensitiveAttribute, as_attribute_list
 from galfast.graph import Graph
 from galfast.nn.grad_reverse import grad_reverse
-from galfast.train.batches import NodeBatches
 from galfast.train.callbacks import Callback, History
 from galfast.train.checkpoints import (
     CHECKPOINT_FORMAT,
@@ -88,6 +88,17 @@ class _Adversary:
     attribute: SensitiveAttribute
     known: KnownValues
     attacker: nn.Module
+
+
+def _warn_unpaired(name: str, failures: int, epoch: int) -> None:
+    """Every walk failed: the adversary of ``name`` saw no pair, so the epoch trained the task
+    alone (isolated nodes, or more hops than the graph's paths from the attribute's nodes)."""
+    warnings.warn(
+        f"epoch {epoch}: all {failures} pairing walks of attribute {name!r} failed, so its "
+        "adversary trained on nothing (isolated nodes, or more hops than the graph has paths?)",
+        RuntimeWarning,
+        stacklevel=3,
+    )
 
 
 class GALTrainer(SampledSteps):
@@ -389,8 +400,8 @@ class GALTrainer(SampledSteps):
         # Every process starts from rank 0's modules (DDP's rule); the optimizers' states are
         # fresh or loaded from the same checkpoint, hence equal too.
         self.process_group.broadcast([self.encoder, self.task_head, self.attacker])
-        if graph is not None and isinstance(task_batches, NodeBatches):
-            task_batches.check_nodes(graph.num_nodes)
+        if graph is not None and callable(getattr(task_batches, "check_nodes", None)):
+            task_batches.check_nodes(graph.num_nodes)  # node, link and rating batches
         adversaries = self._adversaries(sensitive, graph)
         # Captured steps hold this fit's graph, inputs and attributes: a fit on other ones
         # captures afresh.
@@ -524,6 +535,8 @@ class GALTrainer(SampledSteps):
                     pairs[name],
                     failures[name],
                 )
+                if adv_steps and pairs[name] == 0:
+                    _warn_unpaired(name, failures[name], self.epoch)
         record["seconds"] = time.perf_counter() - started
         return record
 
