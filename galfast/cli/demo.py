@@ -10,6 +10,7 @@ from galfast.cli.options import (
     device,
     experiment_config,
     nonnegative_float,
+    path_name,
     positive_int,
     prepare_checked,
 )
@@ -38,7 +39,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("--out", default="galfast-demo", help="output folder")
+    parser.add_argument("--out", type=path_name, default="galfast-demo", help="output folder")
     parser.add_argument("--epochs", type=positive_int, default=60, help="task epochs per model")
     parser.add_argument(
         "--attacker-epochs", type=positive_int, default=20, help="audit attacker epochs"

@@ -34,6 +34,7 @@ __all__ = [
     "nonnegative_int",
     "pairing",
     "pairing_list",
+    "path_name",
     "positive_int",
     "prepare_checked",
     "seed_value",
@@ -154,6 +155,14 @@ def device(text: str) -> str:
         raise argparse.ArgumentTypeError(
             f"--device {text}: the CUDA devices are cuda:0..cuda:{torch.cuda.device_count() - 1}"
         )
+    return text
+
+
+def path_name(text: str) -> str:
+    """A file or folder to write: not empty (``--out ""``, an unset shell variable, would write
+    nothing or into the working folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a file or folder name, got an empty one")
     return text
 
 
@@ -352,6 +361,7 @@ def prepare_checked(cfg: ExperimentConfig) -> Prepared:
     (missing or corrupt data, a bad --option, an unknown --attribute, a lambda no adversary
     step would train) become a UsageError."""
     where = f"--dataset {cfg.dataset}" + (f" (--root {cfg.root})" if cfg.root else "")
+    settings = f" with --option {_options(cfg)}" if cfg.dataset_options else ""
     if cfg.root is not None and not os.path.isdir(os.path.expanduser(cfg.root)):
         raise UsageError(f"--root {cfg.root}: no such folder")
     try:
@@ -372,8 +382,9 @@ def prepare_checked(cfg: ExperimentConfig) -> Prepared:
             raise
         raise UsageError(f"--option: {cfg.dataset} rejects {_options(cfg)}: {error}") from None
     except _UNREADABLE as error:
-        settings = f" with --option {_options(cfg)}" if cfg.dataset_options else ""
         raise UsageError(f"{where}{settings}: cannot load it: {error}") from None
+    except MemoryError as error:  # a generated dataset sized past the memory (num_nodes=1e12)
+        raise UsageError(f"{where}{settings}: too large for this machine: {error}") from None
 
 
 def _options(cfg: ExperimentConfig) -> str:

@@ -10,10 +10,11 @@ from galfast.cli.options import (
     config_kwargs,
     experiment_config,
     nonnegative_float,
+    path_name,
     prepare_checked,
 )
 from galfast.cli.summary import by_attribute, format_table, lambda_text, summarize_runs
-from galfast.experiments import run_experiment
+from galfast.experiments import ExperimentConfig, run_experiment
 from galfast.experiments.runner import start_audit_worker
 from galfast.gal.adversary_losses import DISTANCES
 
@@ -59,7 +60,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--lam", type=nonnegative_float, default=0.0, help="trade-off lambda (0 = no defence)"
     )
-    parser.add_argument("--out", default=None, help="write every run and the summary here (JSON)")
+    parser.add_argument(
+        "--out", type=path_name, default=None, help="write every run and the summary here (JSON)"
+    )
     parser.set_defaults(handler=main)
     return parser
 
@@ -78,16 +81,22 @@ def worst_case_line(case: dict) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    configs = [
-        experiment_config(**config_kwargs(args), distance=args.distance, lam=args.lam, seed=seed)
-        for seed in range(args.seeds)
-    ]
+    def config(seed: int) -> ExperimentConfig:
+        return experiment_config(
+            **config_kwargs(args), distance=args.distance, lam=args.lam, seed=seed
+        )
+
+    # Seed 0's config stands for all (they differ by seed only); the others are built as they
+    # train, so a large --seeds starts training at once instead of filling the memory first.
+    first = config(0)
     if args.out:
         check_writable(args.out, "--out")
     # The audit's scikit-learn worker imports it while the dataset loads (on the idle core).
-    start_audit_worker(configs[0])
-    prepare_checked(configs[0])
-    records = [run_experiment(config, progress=not args.quiet).record for config in configs]
+    start_audit_worker(first)
+    prepare_checked(first)
+    records = [
+        run_experiment(config(seed), progress=not args.quiet).record for seed in range(args.seeds)
+    ]
     for note in records[0]["notes"]:
         print(f"note: {note}")
     summaries = {}

@@ -70,7 +70,12 @@ class Resource:
 def data_dir() -> Path:
     """The dataset cache: ``$GALFAST_DATA`` when set, else ``~/.cache/galfast``."""
     configured = os.environ.get("GALFAST_DATA")
-    return Path(configured).expanduser() if configured else Path.home() / ".cache" / "galfast"
+    if not configured:
+        return Path.home() / ".cache" / "galfast"
+    try:
+        return Path(configured).expanduser()
+    except RuntimeError as error:  # ~name of no user
+        raise ValueError(f"GALFAST_DATA={configured}: {error}") from None
 
 
 def _pin_path(target: Path) -> Path:

@@ -18,7 +18,7 @@ from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.datasets.synthetic_movielens import synthetic_movielens
 from galfast.datasets.synthetic_movielens_1m import synthetic_movielens_1m
 
-__all__ = ["DATASET_NAMES", "load", "loader_options", "synthetic"]
+__all__ = ["DATASET_NAMES", "load", "loader_defaults", "loader_options", "synthetic"]
 __all__ += ["MOLECULE_NAMES"]
 
 DATASET_NAMES = (
@@ -85,6 +85,13 @@ def loader_options(name: str) -> tuple[str, ...]:
         raise ValueError(f"unknown dataset {name!r}; expected one of {DATASET_NAMES}")
     parameters = inspect.signature(_loader(name)).parameters
     return tuple(sorted(set(parameters) - _FIXED))
+
+
+def loader_defaults(name: str) -> dict[str, Any]:
+    """Each of :func:`loader_options` with its default value (``inspect.Parameter.empty``
+    for one without)."""
+    parameters = inspect.signature(_loader(name)).parameters
+    return {key: parameters[key].default for key in loader_options(name)}
 
 
 def load(

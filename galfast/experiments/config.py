@@ -12,7 +12,7 @@ from torch import Tensor
 from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES, KG_NAMES
-from galfast.datasets.registry import MOLECULE_NAMES, loader_options
+from galfast.datasets.registry import MOLECULE_NAMES, loader_defaults, loader_options
 from galfast.datasets.synthetic_graph import synthetic_graph
 from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.experiments.kg_options import KG_ENCODERS, check_kg_model_options
@@ -231,6 +231,7 @@ class ExperimentConfig:
                 raise ValueError(
                     f"dataset option {key} must be a plain value, got {value!r}"
                 ) from None
+        _check_flags_and_callables(self.dataset, self.dataset_options)
         if self.dataset == "synthetic-graph":
             _check_mean_degree(dict(self.dataset_options))
 
@@ -255,6 +256,17 @@ class ExperimentConfig:
         out["dataset_options"] = dict(self.dataset_options)
         out["model_options"] = dict(self.model_options)
         return out
+
+
+def _check_flags_and_callables(dataset: str, options: tuple[tuple[str, Any], ...]) -> None:
+    """A loader's flag takes True or False and its callable (``opener``) a callable: the
+    loaders test a flag's truth, so download="false" would download."""
+    defaults = loader_defaults(dataset)
+    for key, value in options:
+        if isinstance(defaults[key], bool) and not isinstance(value, bool):
+            raise ValueError(f"dataset option {key} must be True or False, got {value!r}")
+        if callable(defaults[key]) and not callable(value):
+            raise ValueError(f"dataset option {key} must be a callable, got {value!r}")
 
 
 def _check_mean_degree(options: dict[str, Any]) -> None:

@@ -5,6 +5,7 @@ without importing the training code."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 __all__ = ["KG_ENCODERS", "KG_MODEL_OPTIONS", "check_kg_model_options", "kg_model_options"]
@@ -58,7 +59,8 @@ def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> None:
                 f"{', '.join(KG_MODEL_OPTIONS)}"
             )
         if key in _CHOICES:
-            if value not in _CHOICES[key] or isinstance(value, bool):
+            # Of the choice's own type: layers=2.0 or layers=True would pass an == test.
+            if not any(value == c and type(value) is type(c) for c in _CHOICES[key]):
                 raise ValueError(
                     f"model option {key} must be one of {_CHOICES[key]}, got {value!r}"
                 )
@@ -66,8 +68,9 @@ def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> None:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
                 raise ValueError(f"model option {key} must lie in [0, 1), got {value!r}")
         elif key == "lr":
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise ValueError(f"model option lr must be a positive number, got {value!r}")
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if not number or not 0 < value < math.inf:
+                raise ValueError(f"model option lr must be a finite positive number, got {value!r}")
         elif key == "max_batches" and value is None:
             continue
         else:
