@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from cli_errors_helpers import one_error_line, refuse_training
 
 from galfast.cli import main
 from galfast.cli import run as run_module
@@ -34,22 +35,7 @@ TINY = [
 
 @pytest.fixture
 def no_training(monkeypatch):
-    """Fails the test if a command starts training: the errors below must come first."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("training started before the error was found")
-
-    for module in (run_module, sweep_module):
-        monkeypatch.setattr(module, "run_experiment", refuse)
-
-
-def one_error_line(capsys, command: str) -> str:
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"galfast {command}: error: "), err
-    assert "Traceback" not in err
-    return lines[0]
+    refuse_training(monkeypatch, run_module, sweep_module)
 
 
 def test_missing_root_names_the_option(capsys, no_training, tmp_path):

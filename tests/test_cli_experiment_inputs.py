@@ -5,6 +5,7 @@ ValueError naming the setting; never a traceback, a hang or a silently ignored r
 from __future__ import annotations
 
 import pytest
+from cli_errors_helpers import one_error_line, refuse_training
 
 from galfast.cli import demo as demo_module
 from galfast.cli import main
@@ -22,21 +23,7 @@ KG = ["--dataset", "fb15k-237", "--encoder", "compgcn", "--seeds", "1", "--quiet
 
 @pytest.fixture
 def no_training(monkeypatch):
-    """Fails the test if a command starts training: the errors below must come first."""
-
-    def refuse(*args, **kwargs):
-        raise AssertionError("training started before the error was found")
-
-    for module in (run_module, demo_module):
-        monkeypatch.setattr(module, "run_experiment", refuse)
-
-
-def one_error_line(capsys, command: str) -> str:
-    err = capsys.readouterr().err
-    lines = err.strip().splitlines()
-    assert len(lines) == 1, err
-    assert lines[0].startswith(f"galfast {command}: error: "), err
-    return lines[0]
+    refuse_training(monkeypatch, run_module, demo_module)
 
 
 def argument_error(capsys, argv: list[str]) -> str:
