@@ -222,9 +222,15 @@ def test_age_group_boundaries():
             "ratings.dat line 1: expected 4 whole numbers",
         ),
         (lambda d: d.joinpath("ratings.dat").write_text("\n"), "ratings.dat holds no rows"),
-        (lambda d: d.joinpath("users.dat").write_text("1::F::19::1::0\n"), "unknown age codes"),
+        (
+            lambda d: d.joinpath("users.dat").write_text("1::F::19::1::0\n"),
+            "users.dat line 1: unknown age code 19",
+        ),
         (lambda d: d.joinpath("users.dat").write_text("1::X::1::1::0\n"), "unknown gender"),
-        (lambda d: d.joinpath("users.dat").write_text("1::F::1::21::0\n"), "occupation codes"),
+        (
+            lambda d: d.joinpath("users.dat").write_text("1::F::1::21::0\n"),
+            "users.dat line 1: occupation codes lie in 0..20, got 21",
+        ),
         (lambda d: d.joinpath("users.dat").write_text("1::F::1\n"), "expected 5"),
         (lambda d: d.joinpath("movies.dat").write_text("1|Toy Story\n"), "MovieID::Title"),
         (

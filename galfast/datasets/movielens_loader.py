@@ -165,7 +165,9 @@ def _line_of(text: str, row: int) -> int:
     return next(itertools.islice(data_lines, row, None))
 
 
-def _fields(text: str, separator: str, count: int, source: str) -> list[list[str]]:
+def _fields(text: str, separator: str, count: int, source: str) -> list[tuple[str, list[str]]]:
+    """Each non-blank line's fields, with where it is ("users.dat line 7") for the errors about
+    its values."""
     rows = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -176,7 +178,7 @@ def _fields(text: str, separator: str, count: int, source: str) -> list[list[str
                 f"{source} line {number}: expected {count} {separator!r}-separated fields, "
                 f"got {len(parts)}: {line!r}"
             )
-        rows.append(parts)
+        rows.append((f"{source} line {number}", parts))
     if not rows:
         raise ValueError(f"{source} holds no rows")
     return rows
@@ -237,6 +239,22 @@ def _check_ratings(parsed: dict, user_index: np.ndarray, movie_index: np.ndarray
         )
 
 
+def _age_code_1m(value: str, where: str) -> int:
+    code = _whole(value, "age", where)
+    if code not in _ML1M_AGE_CODES:
+        raise ValueError(f"{where}: unknown age code {code} (expected one of {_ML1M_AGE_CODES})")
+    return code
+
+
+def _occupation_1m(value: str, where: str) -> int:
+    code = _whole(value, "occupation", where)
+    if code >= len(OCCUPATIONS_1M):
+        raise ValueError(
+            f"{where}: occupation codes lie in 0..{len(OCCUPATIONS_1M) - 1}, got {code}"
+        )
+    return code
+
+
 def _parse_1m(folder: Path) -> dict:
     rating_text = _read_text(folder / "ratings.dat")
     ratings = _int_table(rating_text, "::", 4, "ratings.dat")
@@ -254,21 +272,14 @@ def _parse_1m(folder: Path) -> dict:
         titles.append(title)
     if not movie_ids:
         raise ValueError("movies.dat holds no rows")
-    age_codes = [_whole(user[2], "age", "users.dat") for user in users]
-    occupation = [_whole(user[3], "occupation", "users.dat") for user in users]
-    unknown_age = set(age_codes) - set(_ML1M_AGE_CODES)
-    if unknown_age:
-        raise ValueError(
-            f"users.dat: unknown age codes {sorted(unknown_age)} (expected {_ML1M_AGE_CODES})"
-        )
-    if max(occupation) >= len(OCCUPATIONS_1M):
-        raise ValueError(f"users.dat: occupation codes must lie in 0..{len(OCCUPATIONS_1M) - 1}")
+    age = [_ML1M_AGE_CODES.index(_age_code_1m(user[2], where)) for where, user in users]
+    occupation = [_occupation_1m(user[3], where) for where, user in users]
     return dict(
         ratings=ratings[:, :3],
         rating_text=rating_text,
-        user_ids=np.array([_whole(user[0], "UserID", "users.dat") for user in users]),
-        gender=[_code(user[1], GENDERS, "gender", "users.dat") for user in users],
-        age=[_ML1M_AGE_CODES.index(code) for code in age_codes],
+        user_ids=np.array([_whole(user[0], "UserID", where) for where, user in users]),
+        gender=[_code(user[1], GENDERS, "gender", where) for where, user in users],
+        age=age,
         occupation=occupation,
         movie_ids=np.array(movie_ids),
         titles=titles,
@@ -285,12 +296,12 @@ def _parse_100k(folder: Path) -> dict:
     return dict(
         ratings=ratings[:, :3],
         rating_text=rating_text,
-        user_ids=np.array([_whole(user[0], "user id", "u.user") for user in users]),
-        gender=[_code(user[2], GENDERS, "gender", "u.user") for user in users],
-        age=age_group(np.array([_whole(user[1], "age", "u.user") for user in users])),
-        occupation=[_code(user[3], OCCUPATIONS_100K, "occupation", "u.user") for user in users],
-        movie_ids=np.array([_whole(item[0], "movie id", "u.item") for item in items]),
-        titles=[item[1] for item in items],
+        user_ids=np.array([_whole(user[0], "user id", where) for where, user in users]),
+        gender=[_code(user[2], GENDERS, "gender", where) for where, user in users],
+        age=age_group(np.array([_whole(user[1], "age", where) for where, user in users])),
+        occupation=[_code(user[3], OCCUPATIONS_100K, "occupation", where) for where, user in users],
+        movie_ids=np.array([_whole(item[0], "movie id", where) for where, item in items]),
+        titles=[item[1] for _, item in items],
         occupations=OCCUPATIONS_100K,
         files=("u.data", "u.user", "u.item"),
     )
