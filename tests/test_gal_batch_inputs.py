@@ -228,3 +228,20 @@ def test_an_epoch_where_every_pairing_walk_fails_warns():
             x=torch.randn(N, 4), progress=False,
         )  # fmt: skip
     assert record["pairs/a"] == 0 and record["pair_failures/a"] == N
+
+
+def test_a_sensitive_attribute_with_one_known_class_warns():
+    # The adversary had nothing to separate: GAL hid nothing, without a word.
+    edges = torch.tensor([list(range(N - 1)), list(range(1, N))])
+    graph = Graph.from_edge_index(edges, N, symmetrize=True)
+    trainer = GALTrainer(
+        _Linear(), NodeHead(nn.Linear(8, 2)), nn.Linear(8, 2),
+        task_loss=classification_loss, lam=1.0,
+    )  # fmt: skip
+    labels = torch.tensor([0, 1] * (N // 2))
+    attribute = SensitiveAttribute("g", "binary", torch.ones(N, dtype=torch.long))
+    with pytest.warns(RuntimeWarning, match=f"'g' has a single class among its {N} known"):
+        trainer.fit(
+            graph, NodeBatches(torch.arange(N), labels), attribute, epochs=1,
+            x=torch.randn(N, 4), progress=False,
+        )  # fmt: skip

@@ -90,6 +90,18 @@ class _Adversary:
     attacker: nn.Module
 
 
+def _warn_single_class(name: str, targets: Tensor) -> None:
+    """One class among the known nodes: the adversary's loss has nothing to separate, so GAL
+    hides nothing (a filter that kept one group, or labels that all read the same?)."""
+    if targets.numel() and torch.unique(targets).numel() < 2:
+        warnings.warn(
+            f"sensitive attribute {name!r} has a single class among its "
+            f"{targets.numel()} known nodes: its adversary can learn nothing to hide",
+            RuntimeWarning,
+            stacklevel=4,
+        )
+
+
 def _warn_unpaired(name: str, failures: int, epoch: int) -> None:
     """Every walk failed: the adversary of ``name`` saw no pair, so the epoch trained the task
     alone (isolated nodes, or more hops than the graph's paths from the attribute's nodes)."""
@@ -469,8 +481,10 @@ class GALTrainer(SampledSteps):
                     f"{attr.name}: distance='wasserstein' needs a discrete "
                     "attribute; use distance='tv' for continuous ones"
                 )
-            known = attr.known(None if graph is None else graph.num_nodes).to(self.device)
-            adversaries.append(_Adversary(attr, known, attacker))
+            known = attr.known(None if graph is None else graph.num_nodes)
+            if attr.kind in ("binary", "categorical"):
+                _warn_single_class(attr.name, known.targets)
+            adversaries.append(_Adversary(attr, known.to(self.device), attacker))
         return adversaries
 
     # ---------------------------------------------------------------- one epoch
