@@ -245,3 +245,34 @@ def test_a_sensitive_attribute_with_one_known_class_warns():
             graph, NodeBatches(torch.arange(N), labels), attribute, epochs=1,
             x=torch.randn(N, 4), progress=False,
         )  # fmt: skip
+
+
+def _graph_with_edge_features(edges):
+    """A PyG-style graph whose edge_attr rows name their edge: (source, target, position)."""
+    edge_index = torch.tensor(edges).t()
+    attr = torch.cat([edge_index.t(), torch.arange(len(edges)).view(-1, 1)], 1).float()
+    return SimpleNamespace(x=torch.randn(3, 2), edge_index=edge_index, edge_attr=attr)
+
+
+def test_edge_features_of_a_graph_list_reach_the_encoder_in_csr_order():
+    # Were dropped: an MPNN on PyG Data objects trained without its edge features.
+    graphs = [
+        _graph_with_edge_features([(2, 0), (1, 0), (0, 1), (1, 0)]),  # unsorted, one parallel
+        _graph_with_edge_features([(0, 2), (2, 1)]),
+    ]
+    (batch,) = GraphBatches(graphs, torch.zeros(2), shuffle=False)
+    local = batch.batch[batch.graph.row] * 3  # node offset of each edge's graph
+    assert torch.equal(batch.edge_attr[:, 0], (batch.graph.col - local).float())
+    assert torch.equal(batch.edge_attr[:, 1], (batch.graph.row - local).float())
+    assert batch.graph.num_edges == 6  # the parallel edge kept: each has its own features
+    assert sorted(batch.edge_attr[:4, 2].tolist()) == [0, 1, 2, 3]
+
+
+def test_edge_features_on_some_graphs_only_are_refused():
+    graphs = [SimpleNamespace(x=torch.randn(3, 2), edge_index=torch.tensor([[0], [1]]))]
+    graphs.append(_graph_with_edge_features([(0, 1)]))
+    with pytest.raises(ValueError, match="every graph or on none: graph 1 has one, graph 0"):
+        GraphBatches(graphs, torch.zeros(2))
+    graphs[0].edge_attr = torch.zeros(2, 3)
+    with pytest.raises(ValueError, match="graph 0: edge_attr must have one row per edge"):
+        GraphBatches(graphs, torch.zeros(2))

@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.graph import Graph
+from galfast.nn._graph_input import csr_from_coo
 from galfast.train.batch_indices import check_batch_size, index_batches
 
 __all__ = ["GraphBatch", "GraphBatches", "GraphCollection"]
@@ -89,6 +90,7 @@ def _check_graph_objects(graphs: Sequence[Any]) -> None:
                 f"graph {i}: edge_index must be an integer [2, num_edges] tensor, got "
                 f"{edge_index.dtype} {list(edge_index.shape)}"
             )
+    _check_edge_features(graphs)
     edges = torch.cat([g.edge_index.long() for g in graphs], 1)
     counts = torch.tensor([g.edge_index.size(1) for g in graphs], device=edges.device)
     sizes = torch.tensor([g.x.size(0) for g in graphs], device=edges.device)
@@ -102,14 +104,44 @@ def _check_graph_objects(graphs: Sequence[Any]) -> None:
         )
 
 
-def _merge_graph_objects(parts: Sequence[Any]) -> tuple[Tensor, Graph, Tensor]:
+def _check_edge_features(graphs: Sequence[Any]) -> None:
+    """``edge_attr`` on every graph or on none, each ``[e_i, ...]`` with the same trailing
+    shape: a batch of graphs with and without would give the encoder features for some edges
+    only."""
+    attrs = [getattr(g, "edge_attr", None) for g in graphs]
+    if all(a is None for a in attrs):
+        return
+    having = next(i for i, a in enumerate(attrs) if a is not None)
+    for i, (g, attr) in enumerate(zip(graphs, attrs)):
+        if not isinstance(attr, Tensor):
+            raise ValueError(
+                f"edge_attr must be on every graph or on none: graph {having} has one, graph "
+                f"{i} has {'none' if attr is None else type(attr).__name__}"
+            )
+        if attr.dim() < 1 or attr.size(0) != g.edge_index.size(1):
+            raise ValueError(
+                f"graph {i}: edge_attr must have one row per edge ({g.edge_index.size(1)}), got "
+                f"shape {list(attr.shape)}"
+            )
+        if attr.shape[1:] != attrs[0].shape[1:]:
+            raise ValueError(
+                f"graph {i}: edge_attr rows of shape {list(attr.shape[1:])}, graph 0's "
+                f"{list(attrs[0].shape[1:])}"
+            )
+
+
+def _merge_graph_objects(parts: Sequence[Any]) -> tuple[Tensor, Graph, Tensor, Optional[Tensor]]:
     sizes = torch.tensor([p.x.size(0) for p in parts])
     offsets = torch.cumsum(sizes, 0) - sizes
     edges = torch.cat([p.edge_index.long() + int(o) for p, o in zip(parts, offsets)], 1)
-    graph = Graph.from_edge_index(edges, int(sizes.sum()))
     x = torch.cat([p.x for p in parts])
     batch = torch.repeat_interleave(torch.arange(len(parts)), sizes).to(x.device)
-    return x, graph, batch
+    if getattr(parts[0], "edge_attr", None) is None:
+        return x, Graph.from_edge_index(edges, int(sizes.sum())), batch, None
+    # Edge features follow their edges into CSR order; parallel edges stay apart, as in PyG
+    # (each has its own features, which no coalescing could merge).
+    graph, order = csr_from_coo(edges[1], edges[0], int(sizes.sum()))
+    return x, graph, batch, torch.cat([p.edge_attr for p in parts])[order.to(x.device)]
 
 
 class GraphBatches:
@@ -119,7 +151,9 @@ class GraphBatches:
     Args:
         graphs: a :class:`GraphCollection` (``MoleculeDataset``: arrays and offsets, batched
             without a Python object per graph), or a sequence of objects with ``x``
-            ``[n_i, F]`` and ``edge_index`` ``[2, e_i]`` (e.g. ``torch_geometric.data.Data``).
+            ``[n_i, F]`` and ``edge_index`` ``[2, e_i]`` (e.g. ``torch_geometric.data.Data``),
+            and optionally ``edge_attr`` ``[e_i, D]`` on every one (given to the encoder in
+            the merged graph's CSR edge order, parallel edges kept).
         y: ``[G, ...]`` one task target per graph of `graphs` (e.g. normalised ``mu``).
         batch_size: graphs per batch (128 in the paper's QM9 runs).
         shuffle: reshuffle every epoch.
@@ -201,8 +235,11 @@ class GraphBatches:
 
     def _merge(self, ids: Tensor) -> GraphBatch:
         if not self.collection:
-            x, graph, batch = _merge_graph_objects([self.graphs[i] for i in ids.tolist()])
-            return GraphBatch(x, graph, batch, self.y[ids.to(self.y.device)], ids.to(x.device))
+            x, graph, batch, edge_attr = _merge_graph_objects(
+                [self.graphs[i] for i in ids.tolist()]
+            )
+            y = self.y[ids.to(self.y.device)]
+            return GraphBatch(x, graph, batch, y, ids.to(x.device), edge_attr)
         merged = self.graphs.batch(ids)
         if self.transform is not None:
             merged = self.transform(merged)
