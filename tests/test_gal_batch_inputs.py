@@ -12,7 +12,7 @@ from torch import nn
 from galfast import GALTrainer, Graph
 from galfast.gal import SensitiveAttribute, tv_loss, wasserstein_gap
 from galfast.train import GraphBatches, LinkBatches, NodeBatches, RatingBatches
-from galfast.train.tasks import NodeHead, classification_loss
+from galfast.train.tasks import GraphHead, NodeHead, classification_loss, regression_loss
 
 N = 8
 
@@ -276,3 +276,36 @@ def test_edge_features_on_some_graphs_only_are_refused():
     graphs[0].edge_attr = torch.zeros(2, 3)
     with pytest.raises(ValueError, match="graph 0: edge_attr must have one row per edge"):
         GraphBatches(graphs, torch.zeros(2))
+
+
+class _PoolingEncoder(nn.Module):
+    """One embedding per graph: a linear map of the mean of its nodes' features."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(2, 8)
+
+    def forward(self, x, graph, batch, edge_attr=None):
+        sums = torch.zeros(int(batch.max()) + 1, x.size(1)).index_add(0, batch, x)
+        return self.lin(sums / torch.bincount(batch).view(-1, 1))
+
+
+@pytest.mark.parametrize(
+    "attribute, match",
+    [
+        (SensitiveAttribute("g", "binary", torch.tensor([0, 1, 0, 1, 1])), "values has 5 rows"),
+        (
+            SensitiveAttribute("g", "binary", torch.tensor([0, 1]), index=torch.tensor([0, 7])),
+            "index refers to node 7",
+        ),
+    ],
+)
+def test_a_graph_level_attribute_that_does_not_fit_the_graphs_is_refused(attribute, match):
+    # Trained on: rows past the dataset were never read, and the adversary saw fewer graphs.
+    graphs = [_graph_with_edge_features([(0, 1), (1, 2)]) for _ in range(4)]
+    trainer = GALTrainer(
+        _PoolingEncoder(), GraphHead(nn.Linear(8, 1)), nn.Linear(8, 1),
+        task_loss=regression_loss, lam=1.0,
+    )  # fmt: skip
+    with pytest.raises(ValueError, match=match):
+        trainer.fit(None, GraphBatches(graphs, torch.zeros(4)), attribute, epochs=1, progress=False)

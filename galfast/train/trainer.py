@@ -90,6 +90,15 @@ class _Adversary:
     attacker: nn.Module
 
 
+def _item_count(graph: Optional[Graph], task_batches: Any) -> Optional[int]:
+    """What a sensitive attribute's rows stand for: the graph's nodes, or with graph-level
+    batches (no graph) their graphs, which an attribute of another length does not fit."""
+    if graph is not None:
+        return graph.num_nodes
+    graphs = getattr(task_batches, "graphs", None)
+    return len(graphs) if graphs is not None and hasattr(graphs, "__len__") else None
+
+
 def _warn_single_class(name: str, targets: Tensor) -> None:
     """One class among the known nodes: the adversary's loss has nothing to separate, so GAL
     hides nothing (a filter that kept one group, or labels that all read the same?)."""
@@ -414,7 +423,7 @@ class GALTrainer(SampledSteps):
         self.process_group.broadcast([self.encoder, self.task_head, self.attacker])
         if graph is not None and callable(getattr(task_batches, "check_nodes", None)):
             task_batches.check_nodes(graph.num_nodes)  # node, link and rating batches
-        adversaries = self._adversaries(sensitive, graph)
+        adversaries = self._adversaries(sensitive, _item_count(graph, task_batches))
         # Captured steps hold this fit's graph, inputs and attributes: a fit on other ones
         # captures afresh.
         context = (graph, inputs, *(a.attribute for a in adversaries))
@@ -454,7 +463,9 @@ class GALTrainer(SampledSteps):
             bar.close()
         return self.history
 
-    def _adversaries(self, sensitive: SensitiveSpec, graph: Optional[Graph]) -> list[_Adversary]:
+    def _adversaries(self, sensitive: SensitiveSpec, items: Optional[int]) -> list[_Adversary]:
+        """One adversary per attribute, its known rows checked against the ``items`` (nodes,
+        or graphs for graph-level batches) the embeddings will have; None: unknown."""
         if self.settings.lam == 0:
             return []
         if sensitive is None:
@@ -481,7 +492,7 @@ class GALTrainer(SampledSteps):
                     f"{attr.name}: distance='wasserstein' needs a discrete "
                     "attribute; use distance='tv' for continuous ones"
                 )
-            known = attr.known(None if graph is None else graph.num_nodes)
+            known = attr.known(items)
             if attr.kind in ("binary", "categorical"):
                 _warn_single_class(attr.name, known.targets)
             adversaries.append(_Adversary(attr, known.to(self.device), attacker))
