@@ -62,6 +62,22 @@ def test_a_loader_flag_takes_true_or_false(value, capsys, no_training):
     assert "--option" in line and "download must be True or False" in line
 
 
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("num_nodes=", "num_nodes must be a whole number, got ''"),
+        ("num_nodes=60.5", "num_nodes must be a whole number, got 60.5"),
+        ("avg_degree=dense", "avg_degree must be a number, got 'dense'"),
+    ],
+)
+def test_a_loader_count_or_number_of_another_kind_is_named(option, message, capsys, no_training):
+    # Failed in the generator with Python's words ("'<' not supported between instances of
+    # 'str' and 'int'"), naming no option.
+    argv = ["run", "--dataset", "synthetic-graph", "--seeds", "1", "--quiet", "--option", option]
+    assert main(argv) == 2
+    assert message in one_error_line(capsys, "run")
+
+
 def test_a_loader_callable_from_the_command_line_is_refused(capsys, no_training):
     assert (
         main(["run", "--dataset", "cora", "--seeds", "1", "--quiet", "--option", "opener=1"]) == 2

@@ -231,7 +231,7 @@ class ExperimentConfig:
                 raise ValueError(
                     f"dataset option {key} must be a plain value, got {value!r}"
                 ) from None
-        _check_flags_and_callables(self.dataset, self.dataset_options)
+        _check_option_types(self.dataset, self.dataset_options)
         if self.dataset == "synthetic-graph":
             _check_mean_degree(dict(self.dataset_options))
 
@@ -258,14 +258,24 @@ class ExperimentConfig:
         return out
 
 
-def _check_flags_and_callables(dataset: str, options: tuple[tuple[str, Any], ...]) -> None:
-    """A loader's flag takes True or False and its callable (``opener``) a callable: the
-    loaders test a flag's truth, so download="false" would download."""
+def _check_option_types(dataset: str, options: tuple[tuple[str, Any], ...]) -> None:
+    """Each loader option takes its default's kind of value: a flag True or False (the loaders
+    test its truth, so download="false" would download), a count a whole number, a fraction or
+    strength a number, a callable (``opener``) a callable. A value of another kind would fail
+    deep in the loader with Python's own words, or be read wrongly."""
     defaults = loader_defaults(dataset)
     for key, value in options:
-        if isinstance(defaults[key], bool) and not isinstance(value, bool):
-            raise ValueError(f"dataset option {key} must be True or False, got {value!r}")
-        if callable(defaults[key]) and not callable(value):
+        default = defaults[key]
+        if isinstance(default, bool):
+            if not isinstance(value, bool):
+                raise ValueError(f"dataset option {key} must be True or False, got {value!r}")
+        elif isinstance(default, int):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(f"dataset option {key} must be a whole number, got {value!r}")
+        elif isinstance(default, float):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ValueError(f"dataset option {key} must be a number, got {value!r}")
+        elif callable(default) and not callable(value):
             raise ValueError(f"dataset option {key} must be a callable, got {value!r}")
 
 
