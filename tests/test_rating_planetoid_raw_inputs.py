@@ -218,3 +218,21 @@ def test_cli_names_a_movielens_id_past_int64_in_one_line(tmp_path, capsys):
     _append(tmp_path / "ml-1m" / "users.dat", "99999999999999999999999::F::1::1::0\n")
     assert _run("movielens-1m", tmp_path) == 2
     assert re.search("users.dat line [0-9]+: UserID must be a whole", _one_error_line(capsys))
+
+
+def test_ml1m_movies_saved_again_as_utf8_keep_their_titles(tmp_path):
+    # Were decoded as latin-1: "MisÃ©rables, Les (1995)".
+    write_ml1m(tmp_path / "ml-1m")
+    path = tmp_path / "ml-1m" / "movies.dat"
+    path.write_bytes(path.read_bytes().decode("latin-1").encode("utf-8"))
+    assert "Misérables, Les (1995)" in movielens("1m", root=tmp_path).movie_titles
+
+
+@pytest.mark.parametrize("age", ["0", "200"])
+def test_ml100k_ages_that_are_no_ages_are_named(tmp_path, age):
+    # Were bucketed unseen: 0 into "<18", 200 into "56+".
+    write_ml100k(tmp_path / "ml-100k")
+    path = tmp_path / "ml-100k" / "u.user"
+    path.write_text(path.read_text().replace("1|24|", f"1|{age}|", 1))
+    with pytest.raises(ValueError, match=f"u.user line 1: age {age} is not an age in years"):
+        movielens("100k", root=tmp_path)

@@ -114,8 +114,14 @@ def age_group(age: np.ndarray) -> np.ndarray:
 
 
 def _read_text(path: Path) -> str:
-    # The GroupLens files are latin-1 (accented titles such as "Misérables").
-    return path.read_bytes().decode("latin-1")
+    """The GroupLens files are latin-1 (accented titles such as "Misérables"). A copy saved
+    again as UTF-8 is read as UTF-8: as latin-1 its titles would read "MisÃ©rables", and
+    latin-1 text beyond ASCII is almost never valid UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return data.decode("latin-1")
 
 
 def _int_table(text: str, separator: str, columns: int, source: str) -> np.ndarray:
@@ -239,6 +245,13 @@ def _check_ratings(parsed: dict, user_index: np.ndarray, movie_index: np.ndarray
         )
 
 
+def _age_years(value: str, where: str) -> int:
+    age = _whole(value, "age", where)
+    if not 1 <= age <= 120:  # a typo would land in the 56+ or the <18 group unseen
+        raise ValueError(f"{where}: age {age} is not an age in years (1..120)")
+    return age
+
+
 def _age_code_1m(value: str, where: str) -> int:
     code = _whole(value, "age", where)
     if code not in _ML1M_AGE_CODES:
@@ -298,7 +311,7 @@ def _parse_100k(folder: Path) -> dict:
         rating_text=rating_text,
         user_ids=np.array([_whole(user[0], "user id", where) for where, user in users]),
         gender=[_code(user[2], GENDERS, "gender", where) for where, user in users],
-        age=age_group(np.array([_whole(user[1], "age", where) for where, user in users])),
+        age=age_group(np.array([_age_years(user[1], where) for where, user in users])),
         occupation=[_code(user[3], OCCUPATIONS_100K, "occupation", where) for where, user in users],
         movie_ids=np.array([_whole(item[0], "movie id", where) for where, item in items]),
         titles=[item[1] for _, item in items],
