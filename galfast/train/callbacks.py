@@ -4,8 +4,12 @@ the callbacks (periodic evaluation, early stopping, checkpoints)."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional, Union
+
+from galfast.train.checkpoints import prepare_checkpoint_path
+from galfast.train.config import check_number
 
 if TYPE_CHECKING:
     from galfast.train.trainer import GALTrainer
@@ -85,13 +89,25 @@ class EvaluateEvery(Callback):
     """
 
     def __init__(self, evaluate: Callable[[GALTrainer], Mapping[str, float]], every: int = 1):
-        if every < 1:
-            raise ValueError(f"every must be >= 1, got {every}")
+        if not callable(evaluate):
+            raise ValueError(f"evaluate must be a callable, got {type(evaluate).__name__}")
+        check_number("every", every, minimum=1, integer=True)
         self.evaluate, self.every = evaluate, every
 
     def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
         if logs["epoch"] % self.every == 0:
-            logs.update({k: float(v) for k, v in self.evaluate(trainer).items()})
+            logs.update(self._metrics(trainer))
+
+    def _metrics(self, trainer: GALTrainer) -> dict[str, float]:
+        metrics = self.evaluate(trainer)
+        if not isinstance(metrics, Mapping):
+            raise ValueError(
+                f"evaluate must return a mapping {{name: number}}, got {type(metrics).__name__}"
+            )
+        try:
+            return {k: float(v) for k, v in metrics.items()}
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"evaluate must return numbers, got {dict(metrics)!r}") from error
 
 
 class EarlyStopping(Callback):
@@ -102,10 +118,12 @@ class EarlyStopping(Callback):
     def __init__(
         self, monitor: str, mode: str = "min", patience: int = 5, min_delta: float = 0.0
     ) -> None:
+        if not isinstance(monitor, str):
+            raise ValueError(f"monitor must be a metric name (str), got {monitor!r}")
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-        if patience < 1 or min_delta < 0:
-            raise ValueError("patience must be >= 1 and min_delta >= 0")
+        check_number("patience", patience, minimum=1, integer=True)
+        check_number("min_delta", min_delta, minimum=0)
         self.monitor, self.mode, self.patience, self.min_delta = monitor, mode, patience, min_delta
         self.best, self.wait = math.inf, 0
 
@@ -131,13 +149,30 @@ class EarlyStopping(Callback):
 
 class CheckpointEvery(Callback):
     """Saves ``trainer.save_checkpoint(path)`` every ``every`` epochs; ``path`` may contain
-    ``{epoch}``, e.g. ``"ckpt/epoch{epoch:03d}.pt"``."""
+    ``{epoch}``, e.g. ``"ckpt/epoch{epoch:03d}.pt"``. A path that cannot be formatted, or
+    whose folder cannot be made, is refused before the fit's first epoch trains."""
 
-    def __init__(self, path: str, every: int = 1) -> None:
-        if every < 1:
-            raise ValueError(f"every must be >= 1, got {every}")
-        self.path, self.every = path, every
+    def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
+        if not isinstance(path, (str, os.PathLike)):
+            raise ValueError(f"path must be a str or os.PathLike, got {type(path).__name__}")
+        check_number("every", every, minimum=1, integer=True)
+        self.path, self.every = os.fspath(path), every
+        self._path_at(every)  # a malformed format fails here, not after the first epoch
+
+    def _path_at(self, epoch: int) -> str:
+        try:
+            return self.path.format(epoch=epoch)
+        except (KeyError, IndexError, ValueError, TypeError, AttributeError) as error:
+            raise ValueError(
+                f"path {self.path!r} is not a format string with {{epoch}} as its only "
+                f"field (use {{{{ }}}} for literal braces): {error!r}"
+            ) from error
+
+    def on_fit_start(self, trainer: GALTrainer) -> None:
+        # A folder that cannot be made fails now, not after the epochs before the first save.
+        first_save = (trainer.epoch // self.every + 1) * self.every
+        prepare_checkpoint_path(self._path_at(first_save))
 
     def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
         if logs["epoch"] % self.every == 0:
-            trainer.save_checkpoint(self.path.format(epoch=logs["epoch"]))
+            trainer.save_checkpoint(self._path_at(logs["epoch"]))

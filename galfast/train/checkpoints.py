@@ -75,6 +75,19 @@ def read_checkpoint(path: Union[str, os.PathLike], map_location: Any) -> Any:
 def write_checkpoint(state: Mapping[str, Any], path: Union[str, os.PathLike]) -> None:
     """Writes ``state`` to ``path`` atomically (a temporary file beside it is renamed), making
     its folder; a path that cannot name a file raises ValueError before anything is written."""
+    path = prepare_checkpoint_path(path)
+    tmp = f"{path}.tmp"
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):  # leave no half-written file beside the checkpoint
+            os.remove(tmp)
+        raise
+
+
+def prepare_checkpoint_path(path: Union[str, os.PathLike]) -> str:
+    """``path`` as a string, its folder made; ValueError if it cannot name a file."""
     path = os.fspath(path)
     if not path or os.path.isdir(path):
         what = "a folder" if path else "empty"
@@ -87,14 +100,7 @@ def write_checkpoint(state: Mapping[str, Any], path: Union[str, os.PathLike]) ->
             raise ValueError(
                 f"cannot write checkpoint {path}: {error.filename} is a file, not a folder"
             ) from error
-    tmp = f"{path}.tmp"
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):  # leave no half-written file beside the checkpoint
-            os.remove(tmp)
-        raise
+    return path
 
 
 def check_checkpoint(state: Any, source: str) -> None:

@@ -106,6 +106,15 @@ class GALConfig:
         return out
 
     @classmethod
+    def from_dict(cls, values: Mapping[str, Any]) -> GALConfig:
+        """A config from plain values (e.g. read from JSON); a key left out takes its default,
+        an unknown one (a typo would otherwise be dropped) raises ValueError naming it."""
+        unknown = [k for k in values if k not in cls.keys()]
+        if unknown:
+            raise ValueError(f"config has unknown keys {unknown}; the keys are {cls.keys()}")
+        return cls(**values)
+
+    @classmethod
     def from_checkpoint(
         cls, saved: Mapping[str, Any], optimizer: Optional[OptimizerSpec] = None
     ) -> GALConfig:

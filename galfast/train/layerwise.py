@@ -52,6 +52,13 @@ def layerwise_embed(encoder: nn.Module, graph: Graph, inputs: Tensor, chunk_size
             src = block.src_nodes
             h_src = encoder.input_rows(inputs[src]) if h is None else h[src]
             part = encoder.layer(i, h_src, block)
+            # A wrong row count would fail in the copy below, or broadcast one row silently.
+            if not isinstance(part, Tensor) or part.dim() < 1 or part.size(0) != stop - start:
+                shape = list(part.shape) if isinstance(part, Tensor) else type(part).__name__
+                raise ValueError(
+                    f"encoder.layer({i}, ...) must return one row per destination node of the "
+                    f"block ({stop - start}), got {shape}"
+                )
             if out is None:
                 out = part.new_empty(n, *part.shape[1:])
             out[start:stop] = part

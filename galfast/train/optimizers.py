@@ -62,7 +62,7 @@ def make_optimizer(
     ``LeanAdamW``."""
     params = list(params)
     if not isinstance(spec, str):
-        return spec(params, lr=lr)
+        return _checked_factory_result(spec(params, lr=lr), params)
     fused = (
         spec in _FUSED
         and bool(params)
@@ -72,6 +72,26 @@ def make_optimizer(
     if fused:
         return _FUSED[spec](params, lr=lr, fused=True)
     return OPTIMIZERS[spec](params, lr=lr)
+
+
+def _checked_factory_result(optimizer: object, params: list[nn.Parameter]) -> torch.optim.Optimizer:
+    """What an optimizer factory built, refused unless it is an optimizer over ``params``: all
+    that require gradients (frozen ones it may leave out) and no others. One over other
+    parameters would train nothing the trainer uses, silently."""
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise ValueError(
+            f"optimizer factory must return a torch.optim.Optimizer, got {type(optimizer).__name__}"
+        )
+    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    given = {id(p) for p in params}
+    trainable = {id(p) for p in params if p.requires_grad}
+    if not trainable <= held <= given:
+        raise ValueError(
+            f"optimizer factory must build the optimizer over the {len(trainable)} trainable "
+            f"parameters it is given; it holds {len(held & trainable)} of them and "
+            f"{len(held - given)} others"
+        )
+    return optimizer
 
 
 def make_capturable(optimizer: torch.optim.Optimizer) -> None:

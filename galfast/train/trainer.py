@@ -90,6 +90,24 @@ class _Adversary:
     attacker: nn.Module
 
 
+def _callback_list(callbacks: Any) -> list[Callback]:
+    """``callbacks`` as a list, read once: a generator would be used up by the check and no
+    callback would run. One Callback alone is a list of one, None a list of none."""
+    if callbacks is None:
+        return []
+    if isinstance(callbacks, Callback):
+        return [callbacks]
+    if isinstance(callbacks, (str, bytes)) or not hasattr(callbacks, "__iter__"):
+        raise ValueError(
+            f"callbacks must be a sequence of Callback instances, got {type(callbacks).__name__}"
+        )
+    callbacks = list(callbacks)
+    for cb in callbacks:
+        if not isinstance(cb, Callback):
+            raise ValueError(f"callbacks must be Callback instances, got {type(cb).__name__}")
+    return callbacks
+
+
 def _item_count(graph: Optional[Graph], task_batches: Any) -> Optional[int]:
     """What a sensitive attribute's rows stand for: the graph's nodes, or with graph-level
     batches (no graph) their graphs, which an attribute of another length does not fit."""
@@ -376,7 +394,7 @@ class GALTrainer(SampledSteps):
         epochs: int = 25,
         *,
         x: Optional[Tensor] = None,
-        callbacks: Sequence[Callback] = (),
+        callbacks: Union[Sequence[Callback], Callback, None] = (),
         progress: bool = True,
     ) -> History:
         """Trains until ``epochs`` epochs have been completed in total (continuing where an
@@ -394,7 +412,7 @@ class GALTrainer(SampledSteps):
             epochs: total epochs, pre-training included (FB15k-237: ``pretrain_epochs=35,
                 epochs=155``).
             x: ``[num_nodes, F]`` encoder input features; None passes node ids instead.
-            callbacks: :class:`Callback` objects run after every epoch.
+            callbacks: :class:`Callback` objects run after every epoch (one alone, or None).
             progress: show a tqdm bar with the latest losses.
 
         Returns:
@@ -409,9 +427,7 @@ class GALTrainer(SampledSteps):
             raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
         if graph is None and self.settings.pairing.hops > 0:
             raise ValueError(f"pairing {self.settings.pairing.name!r} needs the graph to walk on")
-        for cb in callbacks:
-            if not isinstance(cb, Callback):
-                raise ValueError(f"callbacks must be Callback instances, got {type(cb).__name__}")
+        callbacks = _callback_list(callbacks)
         if self.sampler is not None and graph is None:
             raise ValueError("sampled training (sampler=...) needs the graph to sample from")
         graph = None if graph is None else graph.to(self.device)
@@ -764,7 +780,8 @@ class GALTrainer(SampledSteps):
     ) -> Tensor:
         """The encoder's embeddings ``[num_nodes, D]`` in eval mode (BatchNorm uses running
         statistics, no dropout), detached. Defaults to the graph and ``x`` of the last
-        ``fit``.
+        ``fit`` (its ``x`` also when that graph is passed); if that fit had features, any other
+        ``x`` must have their width and dtype.
 
         With ``chunk_size``, or on a sampled trainer (``sampler.embed_chunk_size``) whose
         encoder supports it, the encoder runs layer by layer over all nodes in chunks of
@@ -774,10 +791,21 @@ class GALTrainer(SampledSteps):
             if self._graph is None:
                 raise ValueError("embed() needs a graph (no fit on a graph has run yet)")
             graph = self._graph
-            x = self._x if x is None else x
         if not isinstance(graph, Graph):
             raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
         graph = graph.to(self.device)
+        if x is None and graph is self._graph:
+            x = self._x
+        elif self._x is not None:
+            # The encoder was trained on features: node ids, or other ones, fail inside it.
+            fitted = self._x.shape[1:], self._x.dtype
+            if not isinstance(x, Tensor) or (x.shape[1:], x.dtype) != fitted:
+                given = f"{list(x.shape)} {x.dtype}" if isinstance(x, Tensor) else None
+                given = given or ("None" if x is None else type(x).__name__)
+                raise ValueError(
+                    f"x must be features like fit's ([num_nodes, {', '.join(map(str, fitted[0]))}]"
+                    f" {fitted[1]}), got {given}"
+                )
         if chunk_size is not None:
             check_number("chunk_size", chunk_size, minimum=1, integer=True)
         elif self.sampler is not None and supports_layerwise(self.encoder):
@@ -787,8 +815,16 @@ class GALTrainer(SampledSteps):
         try:
             inputs = node_inputs(graph, x, self.device)
             if chunk_size is not None:
-                return layerwise_embed(self.encoder, graph, inputs, chunk_size)
-            return self.encoder(inputs, graph).detach()
+                z = layerwise_embed(self.encoder, graph, inputs, chunk_size)
+            else:
+                z = self.encoder(inputs, graph)
+            if not isinstance(z, Tensor) or z.dim() != 2 or z.size(0) != graph.num_nodes:
+                shape = list(z.shape) if isinstance(z, Tensor) else type(z).__name__
+                raise ValueError(
+                    f"the encoder must return [num_nodes={graph.num_nodes}, D] embeddings, "
+                    f"got {shape}"
+                )
+            return z.detach()
         finally:
             self.encoder.train(was_training)
 
@@ -896,13 +932,20 @@ class GALTrainer(SampledSteps):
         attacker: AttackerSpec = None,
         *,
         task_loss: Callable[[Any, Any], Tensor],
-        config: GALConfig,
+        config: Union[GALConfig, Mapping[str, Any]],
         device: Optional[Union[str, torch.device]] = None,
         cuda_graphs: bool = False,
         sampler: Optional[NeighborSampling] = None,
     ) -> GALTrainer:
-        """A trainer with the hyperparameters of ``config``; the same as passing its fields
-        as keyword arguments."""
+        """A trainer with the hyperparameters of ``config`` (a :class:`GALConfig` or a dict of
+        its fields, see :meth:`GALConfig.from_dict`); the same as passing its fields as keyword
+        arguments."""
+        if isinstance(config, Mapping):
+            config = GALConfig.from_dict(config)
+        if not isinstance(config, GALConfig):
+            raise ValueError(
+                f"config must be a GALConfig or a dict of its fields, got {type(config).__name__}"
+            )
         return cls(
             encoder,
             task_head,
