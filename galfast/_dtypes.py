@@ -1,5 +1,5 @@
 """Mapping between torch dtypes and the kernels' element types (_C.DType, csrc/common/dtype.h),
-and the checks of floating tensors the ops share."""
+and the checks of dtypes the ops and models share."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def check_float_dtype(name: str, tensor: torch.Tensor) -> None:
             f"{name} has dtype {str(tensor.dtype).replace('torch.', '')}; on "
             f"{tensor.device.type} galfast supports {names}"
         )
+
+
+def holds_integers(t: torch.Tensor) -> bool:
+    """Whether ``t`` has an integer dtype: ids and class labels (bool, float and complex do
+    not count; torch would read a bool mask as ids 0 and 1, or truncate floats)."""
+    return not (t.is_floating_point() or t.is_complex() or t.dtype == torch.bool)
 
 
 def all_finite(t: torch.Tensor) -> bool:

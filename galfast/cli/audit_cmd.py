@@ -10,7 +10,7 @@ import zipfile
 
 import torch
 
-from galfast._dtypes import all_finite
+from galfast._dtypes import all_finite, holds_integers
 from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError
@@ -157,13 +157,7 @@ def _labels(path: str, num_nodes: int) -> torch.Tensor:
 
 def _graph(path: str, num_nodes: int) -> Graph:
     edge_index = _load_tensor(path, "--graph")
-    if (
-        edge_index.dim() != 2
-        or edge_index.size(0) != 2
-        or edge_index.is_floating_point()
-        or edge_index.is_complex()
-        or edge_index.dtype == torch.bool
-    ):
+    if edge_index.dim() != 2 or edge_index.size(0) != 2 or not holds_integers(edge_index):
         raise UsageError(
             f"--graph {path!r}: expected a [2, E] integer edge_index, got "
             f"{list(edge_index.shape)} {edge_index.dtype}"

@@ -8,6 +8,8 @@ from typing import Callable
 import torch
 from torch import Tensor, nn
 
+from galfast._dtypes import holds_integers
+
 __all__ = ["KGLinkPredictor"]
 
 
@@ -82,7 +84,7 @@ def _check_query_ids(
     for name, ids in (("entity", entity), ("relation", relation)):
         if not isinstance(ids, Tensor) or ids.dim() != 1:
             raise ValueError(f"{name} must be a [B] tensor of ids, got {_shape(ids)}")
-        if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+        if not holds_integers(ids):
             raise ValueError(f"{name} ids must be integers, got {ids.dtype}")
     if entity.shape != relation.shape:
         raise ValueError(

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from galfast._dtypes import holds_integers
+
 __all__ = ["KGQueries", "check_triples", "kg_queries", "with_inverses"]
 
 
@@ -74,7 +76,7 @@ class KGQueries:
         for name, value in ids.items():
             if not isinstance(value, Tensor):
                 raise ValueError(f"{name} must be a tensor of ids, got {type(value).__name__}")
-            if value.dtype == torch.bool or value.is_floating_point() or value.is_complex():
+            if not holds_integers(value):
                 raise ValueError(f"{name} ids must be integers, got {value.dtype}")
             if shape is not None and value.shape != shape:
                 raise ValueError(f"{', '.join(ids)} must have the same shape")
@@ -111,7 +113,7 @@ class KGQueries:
         being the position in `index`."""
         if not isinstance(index, Tensor) or index.dim() != 1:
             raise ValueError(f"index must be a [B] tensor, got {getattr(index, 'shape', None)}")
-        if index.dtype == torch.bool or index.is_floating_point() or index.is_complex():
+        if not holds_integers(index):
             raise ValueError(f"index must hold integer query indices, got {index.dtype}")
         # Values are checked on the CPU only: OneToNBatches calls this per training step.
         if index.device.type == "cpu" and index.numel():

@@ -25,6 +25,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from galfast._dtypes import holds_integers
 from galfast.models.kg_queries import KGQueries, check_triples
 
 __all__ = ["TIES", "LinkRanking", "RankMetrics", "evaluate_link_prediction", "filtered_ranks"]
@@ -57,7 +58,7 @@ def filtered_ranks(
         )
     if scores.size(1) == 0:
         raise ValueError("scores must have at least one entity column, got [B, 0]")
-    if answers.dtype == torch.bool or answers.is_floating_point() or answers.is_complex():
+    if not holds_integers(answers):
         raise ValueError(f"answers must be integer entity ids, got {answers.dtype}")
     if answers.numel() and bool(((answers < 0) | (answers >= scores.size(1))).any()):
         raise ValueError(f"answers hold an entity id outside [0, {scores.size(1)})")

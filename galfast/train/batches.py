@@ -92,11 +92,7 @@ class NodeBatches:
     def check_nodes(self, num_nodes: int) -> None:
         """Every node id must lie in the graph being trained on (``fit`` checks this, and so
         catches ids edited in place since the batches were built)."""
-        _check_not_negative("nodes", self.nodes)
-        if self.nodes.numel() and int(self.nodes.max()) >= num_nodes:
-            raise ValueError(
-                f"nodes holds node id {int(self.nodes.max())} but the graph has {num_nodes} nodes"
-            )
+        _check_ids_in_graph("nodes", self.nodes, num_nodes)
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.nodes.numel(), 1)
@@ -129,11 +125,11 @@ def _check_not_negative(name: str, ids: Tensor) -> None:
         raise ValueError(f"{name} holds a negative node id ({int(ids.min())})")
 
 
-def _check_edge_ids(edge_index: Tensor, num_nodes: int) -> None:
-    _check_not_negative("edge_index", edge_index)
-    if edge_index.numel() and int(edge_index.max()) >= num_nodes:
+def _check_ids_in_graph(name: str, ids: Tensor, num_nodes: int) -> None:
+    _check_not_negative(name, ids)
+    if ids.numel() and int(ids.max()) >= num_nodes:
         raise ValueError(
-            f"edge_index holds node id {int(edge_index.max())} but the graph has {num_nodes} nodes"
+            f"{name} holds node id {int(ids.max())} but the graph has {num_nodes} nodes"
         )
 
 
@@ -194,7 +190,7 @@ class LinkBatches:
     def check_nodes(self, num_nodes: int) -> None:
         """The pairs and the negatives' range must lie in the graph being trained on (``fit``
         checks this, and so catches ids edited in place since the batches were built)."""
-        _check_edge_ids(self.edge_index, num_nodes)
+        _check_ids_in_graph("edge_index", self.edge_index, num_nodes)
         if self.num_nodes > num_nodes:
             raise ValueError(
                 f"num_nodes={self.num_nodes} draws negatives past the graph's {num_nodes} nodes"
@@ -287,7 +283,7 @@ class RatingBatches:
 
     def check_nodes(self, num_nodes: int) -> None:
         """The rated pairs must lie in the graph being trained on (``fit`` checks this)."""
-        _check_edge_ids(self.edge_index, num_nodes)
+        _check_ids_in_graph("edge_index", self.edge_index, num_nodes)
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.edge_index.size(1), 1)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Optional, Protocol, Union, runtime_checkable
 import torch
 from torch import Tensor, nn
 
+from galfast._dtypes import holds_integers
 from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.graph import Graph
 from galfast.nn._graph_input import csr_from_coo
@@ -85,7 +86,7 @@ def _check_graph_objects(graphs: Sequence[Any]) -> None:
         width = x.size(1) if width is None else width
         if x.size(1) != width:
             raise ValueError(f"graph {i}: x has {x.size(1)} features, graph 0 has {width}")
-        if edge_index.dim() != 2 or edge_index.size(0) != 2 or edge_index.is_floating_point():
+        if edge_index.dim() != 2 or edge_index.size(0) != 2 or not holds_integers(edge_index):
             raise ValueError(
                 f"graph {i}: edge_index must be an integer [2, num_edges] tensor, got "
                 f"{edge_index.dtype} {list(edge_index.shape)}"
@@ -204,8 +205,7 @@ class GraphBatches:
         if (
             not isinstance(index, Tensor)
             or index.dim() != 1
-            or index.is_floating_point()
-            or index.dtype == torch.bool  # a mask would be read as positions 0 and 1
+            or not holds_integers(index)  # a bool mask would be read as positions 0 and 1
         ):
             raise ValueError("index must be a 1-D integer tensor of graph positions")
         if index.numel() and (int(index.min()) < 0 or int(index.max()) >= len(graphs)):

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from galfast import ops
+from galfast._dtypes import holds_integers
 
 __all__ = [
     "EdgeHead",
@@ -136,7 +137,7 @@ def _class_ids(target: Any, scores: Tensor, name: str) -> Any:
         target.is_floating_point() and target.shape == scores.shape
     ):
         return target
-    if target.is_floating_point() or target.is_complex() or target.dtype == torch.bool:
+    if not holds_integers(target):
         raise ValueError(
             f"{name} must hold integer class ids for a classification loss, got {target.dtype} "
             "(convert labels with .long(); use regression_loss for real-valued targets)"

@@ -117,6 +117,16 @@ def _item_count(graph: Optional[Graph], task_batches: Any) -> Optional[int]:
     return len(graphs) if graphs is not None and hasattr(graphs, "__len__") else None
 
 
+def _node_embeddings(z: Any, graph: Graph) -> Tensor:
+    """The encoder's output ``z``, refused unless it holds one row per node of ``graph``."""
+    if not isinstance(z, Tensor) or z.dim() != 2 or z.size(0) != graph.num_nodes:
+        shape = list(z.shape) if isinstance(z, Tensor) else type(z).__name__
+        raise ValueError(
+            f"the encoder must return [num_nodes={graph.num_nodes}, D] embeddings, got {shape}"
+        )
+    return z
+
+
 def _warn_single_class(name: str, targets: Tensor) -> None:
     """One class among the known nodes: the adversary's loss has nothing to separate, so GAL
     hides nothing (a filter that kept one group, or labels that all read the same?)."""
@@ -601,13 +611,7 @@ class GALTrainer(SampledSteps):
                 "fit(graph=None) needs batches that encode themselves "
                 "(batch.encode(encoder), e.g. GraphBatch)"
             )
-        z = self.encoder(inputs, graph)
-        if not isinstance(z, Tensor) or z.dim() != 2 or z.size(0) != graph.num_nodes:
-            shape = list(z.shape) if isinstance(z, Tensor) else type(z).__name__
-            raise ValueError(
-                f"the encoder must return [num_nodes={graph.num_nodes}, D] embeddings, got {shape}"
-            )
-        return z, None
+        return _node_embeddings(self.encoder(inputs, graph), graph), None
 
     def _run_step(self, name: str, step: Callable[[Any], Any], inputs: Any) -> Any:
         if self._step_graphs is None:
@@ -800,8 +804,7 @@ class GALTrainer(SampledSteps):
             # The encoder was trained on features: node ids, or other ones, fail inside it.
             fitted = self._x.shape[1:], self._x.dtype
             if not isinstance(x, Tensor) or (x.shape[1:], x.dtype) != fitted:
-                given = f"{list(x.shape)} {x.dtype}" if isinstance(x, Tensor) else None
-                given = given or ("None" if x is None else type(x).__name__)
+                given = f"{list(x.shape)} {x.dtype}" if isinstance(x, Tensor) else repr(x)[:40]
                 raise ValueError(
                     f"x must be features like fit's ([num_nodes, {', '.join(map(str, fitted[0]))}]"
                     f" {fitted[1]}), got {given}"
@@ -818,13 +821,7 @@ class GALTrainer(SampledSteps):
                 z = layerwise_embed(self.encoder, graph, inputs, chunk_size)
             else:
                 z = self.encoder(inputs, graph)
-            if not isinstance(z, Tensor) or z.dim() != 2 or z.size(0) != graph.num_nodes:
-                shape = list(z.shape) if isinstance(z, Tensor) else type(z).__name__
-                raise ValueError(
-                    f"the encoder must return [num_nodes={graph.num_nodes}, D] embeddings, "
-                    f"got {shape}"
-                )
-            return z.detach()
+            return _node_embeddings(z, graph).detach()
         finally:
             self.encoder.train(was_training)
 
