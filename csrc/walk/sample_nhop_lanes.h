@@ -22,7 +22,8 @@
 // Vec of uint32; starts_in_range(starts, n, num_nodes); starts32(starts, m), starts narrowed
 // to int32; pair_keys(...) and hop_words(...), the hash loops; draw(out_ptr, node, live,
 // words), the slot each lane draws in its node's row (-1 where not live or the row is empty);
-// gather16 and gather32, the neighbour reads; store_ends(end, node, m, streamed).
+// prefetch_slots(ids, slot), the lines of ids[slot] into L1; gather16 and gather32, the
+// neighbour reads; store_ends(end, node, m, streamed).
 #pragma once
 
 #ifndef GALFAST_LANES_TARGET
@@ -156,18 +157,27 @@ class LaneBlockWalker {
   // The first hop's slots are prefetched into L1, the later hops' into L2 only: on a Zen 4 core
   // the later hops ran 5-10% faster (2-4 hops on the MovieLens-size graph; docs/benchmarks.md),
   // the first hop (read a block later, by the next block's loop) slower.
+  // The first hop takes its prefetch addresses from the slot vector itself (Lanes::
+  // prefetch_slots): reading each lane back right after the vector store costs a store-to-load
+  // forward per lane, and the 1-hop loop, bound by its instructions, pays for them (1M 1-hop
+  // walks on Zen 4: 11-17% more walks/s). The later hops' loops wait on their misses instead;
+  // there the extraction's vector instructions cost 3-7% at 3-4 hops, so they read back.
   static constexpr int kLaterLocality = 2;  // prefetch_line's: into L2
 
   // Lanes j .. of a block, at `node` (-1: failed), draw their slot in the node's row (word from
-  // `words`) and prefetch it into the caches kLocality names; a node without out-edges fails
-  // the walk (slot -1).
-  template <int kLocality = 3>
-  GALFAST_LANES_TARGET void draw(Block& block, int j, Mask m, Vec node, Vec words) {
-    Lanes::store(block.slot + j, Lanes::draw(g_.out_ptr, node, Lanes::nonnegative(m, node), words));
-    // all lanes, past the block's end too: a prefetch never faults, and a fixed count saves a
-    // compare per lane
+  // `words`) and store it; a node without out-edges fails the walk (slot -1).
+  GALFAST_LANES_TARGET Vec draw(Block& block, int j, Mask m, Vec node, Vec words) {
+    const Vec slot = Lanes::draw(g_.out_ptr, node, Lanes::nonnegative(m, node), words);
+    Lanes::store(block.slot + j, slot);
+    return slot;
+  }
+
+  // Prefetches the slots lanes j .. drew into the caches kLaterLocality names, reading them back
+  // from the block: all lanes, past the block's end too (a prefetch never faults, and a fixed
+  // count saves a compare per lane).
+  void prefetch_later_hop(const Block& block, int j) const {
     for (int l = 0; l < kLanes; ++l) {
-      prefetch_line<false, kLocality>(neighbours_.address(block.slot[j + l]));
+      prefetch_line<false, kLaterLocality>(neighbours_.address(block.slot[j + l]));
     }
   }
 
@@ -226,7 +236,7 @@ class LaneBlockWalker {
     }
     const Vec node = Lanes::starts32(starts, m);
     Lanes::store(block.path + j, node);
-    draw(block, j, m, node, words_at(block, j));
+    Lanes::prefetch_slots(neighbours_.nbr, draw(block, j, m, node, words_at(block, j)));
   }
 
   // Lanes j .. take their last hop and write their ends.
@@ -243,7 +253,8 @@ class LaneBlockWalker {
     if (offsets_cached_) {
       for (int j = 0; j < block.n; j += kLanes) {
         const Mask m = Lanes::below(block.n - j);
-        draw<kLaterLocality>(block, j, m, take(block, j, m, hop), words_at(block, j));
+        draw(block, j, m, take(block, j, m, hop), words_at(block, j));
+        prefetch_later_hop(block, j);
       }
       return;
     }
@@ -256,7 +267,8 @@ class LaneBlockWalker {
     }
     for (int j = 0; j < block.n; j += kLanes) {
       const Mask m = Lanes::below(block.n - j);
-      draw<kLaterLocality>(block, j, m, Lanes::load(next + j), words_at(block, j));
+      draw(block, j, m, Lanes::load(next + j), words_at(block, j));
+      prefetch_later_hop(block, j);
     }
   }
 
