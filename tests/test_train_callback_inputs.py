@@ -101,6 +101,9 @@ def test_evaluate_must_return_a_mapping_of_numbers(data, returned):
         (lambda params, lr: nn.Linear(2, 2), "must return a torch.optim.Optimizer"),
         (lambda params, lr: torch.optim.SGD(nn.Linear(2, 2).parameters(), lr=lr), "over"),
         (lambda params, lr: torch.optim.SGD(params[:1], lr=lr), "over"),
+        # was TypeError "step() missing 1 required positional argument: 'closure'" at the
+        # first batch, after the trainer was built
+        (lambda params, lr: torch.optim.LBFGS(params, lr=lr), "LBFGS, whose step needs a closure"),
     ],
 )
 def test_an_optimizer_factory_must_build_an_optimizer_over_its_parameters(data, factory, match):

@@ -49,6 +49,15 @@ def test_each_bad_value_is_refused_by_the_config_and_the_trainer_alike(data, fie
         GALTrainer(*_modules(data), task_loss=classification_loss, **{field: value})
 
 
+def test_an_adversary_learning_rate_past_the_floats_is_refused(data):
+    # lam and lr are each finite, but the adversary's learning rate, their product, is not
+    with pytest.raises(ValueError, match=r"lr \* lam, the adversary's learning rate"):
+        GALConfig(lr=10.0, lam=1e308)
+    with pytest.raises(ValueError, match=r"lr \* lam"):
+        GALTrainer(*_modules(data), task_loss=classification_loss, lr=10.0, lam=1e308)
+    assert GALConfig(lr=0.01, lam=1e308).lam == 1e308
+
+
 def test_instead_schedule_needs_two_batches_per_adversary_step():
     with pytest.raises(ValueError, match="adv_every >= 2"):
         GALConfig(adv_schedule="instead", adv_every=1)

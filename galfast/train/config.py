@@ -82,6 +82,11 @@ class GALConfig:
         check_number("pretrain_epochs", self.pretrain_epochs, minimum=0, integer=True)
         check_number("lr", self.lr, minimum=0, strict=True)
         check_number("clip", self.clip, minimum=0, strict=True)
+        if not math.isfinite(self.lr * self.lam):
+            raise ValueError(
+                f"lr * lam, the adversary's learning rate, must be finite, got lr={self.lr!r} "
+                f"and lam={self.lam!r}"
+            )
         check_optimizer(self.optimizer)
         if self.walk_mode not in WALK_MODES:
             raise ValueError(f"walk_mode must be one of {WALK_MODES}, got {self.walk_mode!r}")

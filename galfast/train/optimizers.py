@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Callable, Union
 
@@ -82,6 +83,12 @@ def _checked_factory_result(optimizer: object, params: list[nn.Parameter]) -> to
         raise ValueError(
             f"optimizer factory must return a torch.optim.Optimizer, got {type(optimizer).__name__}"
         )
+    if _needs_closure(optimizer):
+        raise ValueError(
+            f"optimizer factory built {type(optimizer).__name__}, whose step needs a closure "
+            "that re-evaluates the loss; the trainer steps once per batch without one: use an "
+            "optimizer whose step() takes no arguments (Adam, SGD, ...)"
+        )
     held = {id(p) for group in optimizer.param_groups for p in group["params"]}
     given = {id(p) for p in params}
     trainable = {id(p) for p in params if p.requires_grad}
@@ -92,6 +99,19 @@ def _checked_factory_result(optimizer: object, params: list[nn.Parameter]) -> to
             f"{len(held - given)} others"
         )
     return optimizer
+
+
+def _needs_closure(optimizer: torch.optim.Optimizer) -> bool:
+    """Whether ``optimizer.step`` has a required argument (LBFGS's closure)."""
+    try:
+        parameters = inspect.signature(optimizer.step).parameters.values()
+    except (TypeError, ValueError):  # a step without a signature: assume the usual one
+        return False
+    return any(
+        p.default is inspect.Parameter.empty
+        and p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        for p in parameters
+    )
 
 
 def make_capturable(optimizer: torch.optim.Optimizer) -> None:
