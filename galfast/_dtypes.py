@@ -4,6 +4,8 @@ and the checks of dtypes the ops and models share."""
 from __future__ import annotations
 
 import math
+import operator
+from typing import Optional
 
 import torch
 from torch.utils.weak import WeakIdKeyDictionary
@@ -38,6 +40,17 @@ def check_float_dtype(name: str, tensor: torch.Tensor) -> None:
             f"{name} has dtype {str(tensor.dtype).replace('torch.', '')}; on "
             f"{tensor.device.type} galfast supports {names}"
         )
+
+
+def as_int(value: object) -> Optional[int]:
+    """``value`` as an int when it is an integer of any type (Python's, NumPy's, a 0-d integer
+    tensor's) other than a bool; else None (floats such as 3.0 too)."""
+    if isinstance(value, bool):
+        return None
+    try:
+        return operator.index(value)
+    except TypeError:
+        return None
 
 
 def holds_integers(t: torch.Tensor) -> bool:

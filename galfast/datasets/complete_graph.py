@@ -28,6 +28,8 @@ def complete_graph(batch: MoleculeBatch, distance: bool = True) -> MoleculeBatch
     the interatomic distance is appended (:func:`with_distance`), giving PyG's example's
     ``[E, 5]`` edge features for QM9. Edges stay sorted by (target, source).
     """
+    if not isinstance(batch, MoleculeBatch):  # else an AttributeError on its first field
+        raise ValueError(f"batch must be a MoleculeBatch, got {type(batch).__name__}")
     atoms = torch.bincount(batch.batch, minlength=batch.num_graphs)
     first_atom = torch.cumsum(atoms, 0) - atoms
     pairs = ranges(torch.zeros_like(atoms), atoms * atoms)

@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from galfast.datasets._arrays import sorted_unique
+from galfast.datasets._generator_args import check_held_out
 from galfast.graph import Graph
 
 __all__ = ["LinkSplit", "random_link_split", "sample_negative_edges", "undirected_pairs"]
@@ -153,11 +154,7 @@ def random_link_split(
         val_fraction, test_fraction: shares of the pairs held out.
         seed: makes the split and the negatives reproducible.
     """
-    if not (0 <= val_fraction and 0 <= test_fraction and val_fraction + test_fraction < 1):
-        raise ValueError(
-            "val_fraction and test_fraction must be >= 0 with a sum below 1, got "
-            f"{val_fraction} and {test_fraction}"
-        )
+    check_held_out(test_fraction, val_fraction)
     _check_pairs(pairs, num_nodes)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x11A]))
     num_pairs = pairs.shape[1]

@@ -7,6 +7,9 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from galfast._dtypes import holds_integers
+from galfast.datasets._generator_args import check_fits_memory, check_int, check_seed
+
 __all__ = ["paper_split", "target_statistics"]
 
 
@@ -24,11 +27,18 @@ def paper_split(
     which the paper's code follows, shuffles the dataset first (unseeded); a `seed` gives that
     shuffle reproducibly: the order is a seeded permutation, then cut the same way.
     """
+    # Ints (10.5 molecules gave float ids), a seed torch.Generator takes (2**64 overflowed it,
+    # 1.5 failed in it, -1 was taken), and an order that fits in memory.
+    num_molecules = check_int("num_molecules", num_molecules)
+    num_test, num_val = check_int("num_test", num_test), check_int("num_val", num_val)
+    if seed is not None:
+        seed = check_seed(seed, limit=2**64)
     if num_test < 0 or num_val < 0 or num_test + num_val > num_molecules:
         raise ValueError(
             f"num_test={num_test} and num_val={num_val} must be >= 0 and leave a training set "
             f"of {num_molecules} molecules"
         )
+    check_fits_memory("paper_split", 16 * num_molecules)
     if seed is None:
         order = torch.arange(num_molecules)
     else:
@@ -43,7 +53,23 @@ def target_statistics(y: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
     ``qm9_nn_conv.py`` takes them over all 130,831 molecules; pass ``torch.arange(len(y))``
     to match it.) Normalise with ``(y - mean) / std``; predictions map back with
     ``pred * std + mean``."""
-    if index.numel() < 2:
-        raise ValueError("target statistics need at least two molecules")
+    if not isinstance(y, Tensor) or not isinstance(index, Tensor):
+        raise ValueError(
+            f"y and index must be a torch.Tensor, got {type(y).__name__} and {type(index).__name__}"
+        )
+    if index.dim() != 1 or not (holds_integers(index) or index.dtype == torch.bool):
+        raise ValueError(
+            f"index must be 1-D integer ids or a bool mask, got {index.dtype} of shape "
+            f"{list(index.shape)}"
+        )
+    if holds_integers(index) and index.numel():
+        low, high = (int(v) for v in torch.aminmax(index))
+        if low < 0 or high >= y.size(0):  # a negative id silently read from the end
+            bad = low if low < 0 else high
+            raise ValueError(f"index holds {bad}, which is not a row of y ({y.size(0)} rows)")
     rows = y[index].to(torch.float64)
-    return rows.mean(0).to(y.dtype), rows.std(0).to(y.dtype)
+    if rows.size(0) < 2:  # counted after a bool mask selects its rows (one row: a NaN std)
+        raise ValueError("target statistics need at least two molecules")
+    # Integer targets get float statistics: cast back they were truncated (std 0 or 1).
+    dtype = y.dtype if y.is_floating_point() else torch.get_default_dtype()
+    return rows.mean(0).to(dtype), rows.std(0).to(dtype)

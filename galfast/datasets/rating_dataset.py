@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from galfast.datasets._common import attribute_summary, check_attributes, to_device
+from galfast.datasets._generator_args import check_held_out
 from galfast.datasets.rating_graph import rating_graph
 from galfast.graph import Graph
 
@@ -118,8 +119,7 @@ class RatingDataset:
 def split_ratings(num_ratings: int, test_fraction: float, seed: int) -> tuple[Tensor, Tensor]:
     """Seeded random split of rating rows: ``int(test_fraction * R)`` test rows, the rest train,
     both sorted."""
-    if not 0 <= test_fraction < 1:
-        raise ValueError(f"test_fraction must lie in [0, 1), got {test_fraction}")
+    check_held_out(test_fraction)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5A7E]))
     perm = rng.permutation(num_ratings)
     num_test = int(test_fraction * num_ratings)

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from galfast.datasets._generator_args import check_finite, check_seed
+from galfast.datasets._generator_args import (
+    check_finite,
+    check_fits_memory,
+    check_held_out,
+    check_int,
+    check_seed,
+)
 from galfast.datasets.graph_dataset import GraphDataset, build_graph_dataset
 from galfast.datasets.link_split import undirected_pairs
 
@@ -93,12 +99,20 @@ def synthetic_graph(
         >>> ds = synthetic_graph(500, attribute_homophily=0.9, seed=1)
         >>> edge_homophily(ds.graph.edge_index(), ds.attributes["sensitive"])  # ~0.9
     """
-    check_seed(seed)
+    seed = check_seed(seed)
+    num_nodes = check_int("num_nodes", num_nodes)
+    num_classes = check_int("num_classes", num_classes)
+    num_attribute_classes = check_int("num_attribute_classes", num_attribute_classes)
+    num_features = check_int("num_features", num_features)
     check_finite(
+        attribute_task_correlation=attribute_task_correlation,
+        task_homophily=task_homophily,
+        attribute_homophily=attribute_homophily,
         avg_degree=avg_degree,
         task_feature_strength=task_feature_strength,
         attribute_feature_strength=attribute_feature_strength,
     )
+    check_held_out(test_fraction, val_fraction)
     if num_nodes < 2:
         raise ValueError(f"num_nodes must be >= 2, got {num_nodes}")
     if num_classes < 2 or num_attribute_classes < 2:
@@ -114,6 +128,15 @@ def synthetic_graph(
         raise ValueError("avg_degree must be >= 0 and num_features >= 1")
     if task_feature_strength < 0 or attribute_feature_strength < 0:
         raise ValueError("feature strengths must be >= 0")
+    # float64 features and their temporaries, int64 per-node and per-draw arrays, class means
+    # and the (label, attribute) blocks: a rough floor of what the draw holds at once.
+    draws = num_nodes * avg_degree / 2
+    blocks = num_classes * num_attribute_classes
+    check_fits_memory(
+        "synthetic_graph",
+        8 * (num_nodes * (4 * num_features + 16) + 16 * draws)
+        + 8 * ((num_classes + num_attribute_classes) * num_features + 3 * blocks),
+    )
 
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x6A1]))
     y = rng.integers(0, num_classes, size=num_nodes)

@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from galfast.datasets._generator_args import check_finite, check_seed
+from galfast.datasets._generator_args import check_finite, check_held_out, check_seed
 from galfast.datasets.movielens_loader import AGE_GROUPS, GENDERS, OCCUPATIONS_1M
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.synthetic_movielens import (
@@ -265,13 +265,14 @@ def synthetic_movielens_1m(
         >>> ds.num_users, ds.num_movies, ds.num_ratings
         (6040, 3706, 1000209)
     """
-    check_seed(seed)
+    seed = check_seed(seed)
     check_finite(
         gender_strength=gender_strength,
         age_strength=age_strength,
         occupation_strength=occupation_strength,
         rating_noise=rating_noise,
     )
+    check_held_out(test_fraction)  # before seconds of drawing, not after
     if min(gender_strength, age_strength, occupation_strength, rating_noise) < 0:
         raise ValueError(
             "gender_strength, age_strength, occupation_strength and rating_noise must be >= 0"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import torch
 import torch.nn.functional as F
@@ -135,5 +136,9 @@ def adversary_loss(outputs: Tensor, targets: Tensor, kind: str, distance: str) -
 @torch.no_grad()
 def clip_weights(module: nn.Module, clip: float) -> None:
     """Clamps every parameter of ``module`` to ``[-clip, clip]`` in place (WGAN critic)."""
+    # A negative bound set every weight to -clip (clamp with min > max), NaN made them NaN.
+    real = isinstance(clip, numbers.Real) and not isinstance(clip, bool)
+    if not (real and math.isfinite(clip) and clip > 0):
+        raise ValueError(f"clip must be a finite number > 0, got {clip!r}")
     for param in module.parameters():
         param.clamp_(-clip, clip)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import operator
 import random
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 import numpy as np
 import torch
+
+from galfast._dtypes import as_int
 
 __all__ = ["check_seed", "cuda_rng_devices", "derive_seed", "seeded_generator", "seeded_globals"]
 
@@ -38,30 +39,35 @@ def check_seed(name: str, seed: object) -> int:
     """``seed`` as an int; ValueError naming ``name`` unless it is an integer (not a bool) in
     ``[0, 2**64)``. Every seed of the public API is checked here: outside that range
     :func:`derive_seed` would silently give another seed's draws."""
-    if not isinstance(seed, bool):
-        try:
-            value = operator.index(seed)
-        except TypeError:
-            pass
-        else:
-            if 0 <= value < _SEED_LIMIT:
-                return value
-    raise ValueError(f"{name} must be an int in [0, 2**64), got {seed!r}")
+    value = as_int(seed)
+    if value is None or not 0 <= value < _SEED_LIMIT:
+        raise ValueError(f"{name} must be an int in [0, 2**64), got {seed!r}")
+    return value
 
 
 def derive_seed(seed: int, purpose: str, *counters: int) -> int:
     """A 63-bit seed mixed from the run's ``seed``, a ``purpose`` and counters (epoch, step,
     attribute, ...). Resuming at step t therefore draws exactly what an uninterrupted run
     drew at step t, with no generator state to save."""
-    words = [int(seed) & 0xFFFFFFFF, int(seed) >> 32 & 0xFFFFFFFF, PURPOSES[purpose]]
-    words += [int(c) for c in counters]
+    # int(1.5) or a negative seed silently gave another seed's draws; an unknown purpose was a
+    # KeyError and a negative counter NumPy's "expected non-negative integer".
+    seed = check_seed("seed", seed)
+    if purpose not in PURPOSES:
+        raise ValueError(f"purpose must be one of {tuple(PURPOSES)}, got {purpose!r}")
+    words = [seed & 0xFFFFFFFF, seed >> 32 & 0xFFFFFFFF, PURPOSES[purpose]]
+    for counter in counters:
+        count = as_int(counter)
+        if count is None or count < 0:
+            raise ValueError(f"counters must be ints >= 0, got {counters!r}")
+        words.append(count)
     state = np.random.SeedSequence(words).generate_state(2, np.uint32)
     return (int(state[0]) << 31 | int(state[1]) >> 1) & 0x7FFFFFFFFFFFFFFF
 
 
 def seeded_generator(seed: int, device: torch.device | str = "cpu") -> torch.Generator:
     """A fresh ``torch.Generator`` on ``device`` seeded with ``seed``."""
-    return torch.Generator(device=device).manual_seed(seed)
+    # torch took -1 and overflowed on 2**64 ("Overflow when unpacking long long")
+    return torch.Generator(device=device).manual_seed(check_seed("seed", seed))
 
 
 def cuda_rng_devices(device: torch.device | str) -> list[int]:
@@ -79,6 +85,7 @@ def seeded_globals(seed: int, cuda_devices: Sequence[int] = ()) -> Iterator[None
     caller's states. Inside, shuffles, negative samples and dropout of user code are keyed
     by ``seed`` whichever library draws them."""
     # NumPy's legacy global generator on purpose: it is what user code calling np.random.* uses.
+    seed = check_seed("seed", seed)  # before any state is touched (see seeded_generator)
     numpy_state, python_state = np.random.get_state(), random.getstate()  # noqa: NPY002
     with torch.random.fork_rng(devices=list(cuda_devices)):
         # Not torch.manual_seed: it would also queue a lazy seed for every CUDA device.

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
@@ -10,8 +9,9 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
-from galfast._dtypes import all_finite
+from galfast._dtypes import all_finite, as_int, holds_integers
 from galfast._versions import check_unedited, tensor_versions
+from galfast.graph import _count
 
 __all__ = ["KINDS", "KnownValues", "SensitiveAttribute", "as_attribute_list"]
 
@@ -38,6 +38,8 @@ class KnownValues:
     def lookup(self, ids: Tensor) -> tuple[Tensor, Tensor]:
         """For ``ids`` (any order, maybe unknown ones): ``(positions in ids that are known,
         their targets)``."""
+        if self.nodes.numel() == 0:  # nothing is known (indexing the empty nodes would fail)
+            return ids.new_zeros(0, dtype=torch.long), self.targets[:0]
         pos = torch.searchsorted(self.nodes, ids).clamp_max(self.nodes.numel() - 1)
         keep = (self.nodes[pos] == ids).nonzero().view(-1)
         return keep, self.targets[pos[keep]]
@@ -107,7 +109,9 @@ class SensitiveAttribute:
     def _check_values(self) -> None:
         v, name = self.values, self.name
         if self.kind in ("binary", "categorical"):
-            if v.dim() != 1 or v.dtype.is_floating_point or v.dtype == torch.bool:
+            # holds_integers: complex ids passed a float/bool test (binary dropped the
+            # imaginary part later; categorical failed in torch's min)
+            if v.dim() != 1 or not holds_integers(v):
                 raise ValueError(
                     f"{name}: {self.kind} values must be a 1-D integer tensor, "
                     f"got shape {list(v.shape)} dtype {v.dtype}"
@@ -118,10 +122,17 @@ class SensitiveAttribute:
                     f"{name}: multilabel values must be a [rows, labels] 0/1 "
                     f"matrix, got shape {list(v.shape)}"
                 )
+            if v.is_complex():  # known() would cast them to float, dropping the imaginary part
+                raise ValueError(f"{name}: multilabel values must be real 0/1, got {v.dtype}")
         elif v.dim() not in (1, 2) or not v.dtype.is_floating_point:
             raise ValueError(
                 f"{name}: continuous values must be a float tensor [rows] or "
                 f"[rows, D], got shape {list(v.shape)} dtype {v.dtype}"
+            )
+        if self.kind in ("multilabel", "continuous") and v.dim() == 2 and v.size(1) == 0:
+            # an adversary with no output, and NaN losses (the mean over no column)
+            raise ValueError(
+                f"{name}: {self.kind} values need at least one column, got {v.size(1)}"
             )
         known = self._known_rows()
         if (
@@ -144,9 +155,9 @@ class SensitiveAttribute:
         if self.num_classes is None:
             return max(largest, 2)
         # An int: 2.5 or NaN would pass the comparison below, and a bool is no count.
-        if isinstance(self.num_classes, bool) or not hasattr(type(self.num_classes), "__index__"):
+        num_classes = as_int(self.num_classes)
+        if num_classes is None:
             raise ValueError(f"{self.name}: num_classes must be an int, got {self.num_classes!r}")
-        num_classes = operator.index(self.num_classes)
         if num_classes < max(largest, 2):
             raise ValueError(
                 f"{self.name}: num_classes={num_classes} but it must be at least 2 and above "
@@ -224,6 +235,9 @@ class SensitiveAttribute:
         """The nodes where the attribute is known and their targets, checked against a graph
         of ``num_nodes`` nodes (None: ids are not range-checked, e.g. graph-level datasets)."""
         self.check_unmodified()
+        if num_nodes is not None:
+            # 2.0 gave float node ids, True or "2" a confusing size mismatch
+            num_nodes = _count("num_nodes", num_nodes)
         if self.index is not None:
             if num_nodes is not None and self.index.numel() and int(self.index.max()) >= num_nodes:
                 raise ValueError(
