@@ -44,6 +44,13 @@ class Predictions:
     scores: Optional[Tensor]
 
 
+def spread(std: Tensor) -> Tensor:
+    """Per-column standard deviations to divide by: a constant column's 0 becomes 1 (it stays
+    0 after centring). A floor of 1e-12 hid columns whose spread is below it (embeddings of
+    scale 1e-13: the attackers read features of 0.1 and reported no leak)."""
+    return torch.where(std > 0, std, torch.ones_like(std))
+
+
 def _build(family: str, in_dim: int, out_dim: int, hidden: Sequence[int]) -> nn.Module:
     if family == "mlp":
         return AttackerMLP(in_dim, out_dim, hidden)
@@ -75,11 +82,11 @@ def fit_and_predict(
     likewise (predictions are mapped back). Initialisation and batch order are keyed by
     ``seed``. Losses are the TV adversary's (:func:`~galfast.gal.tv_loss`).
     """
-    mean, std = x_train.mean(0), x_train.std(0, unbiased=False).clamp_min(1e-12)
+    mean, std = x_train.mean(0), spread(x_train.std(0, unbiased=False))
     x_train, x_test = (x_train - mean) / std, (x_test - mean) / std
     y_mean = y_std = None
     if kind == "continuous":
-        y_mean, y_std = y_train.mean(0), y_train.std(0, unbiased=False).clamp_min(1e-12)
+        y_mean, y_std = y_train.mean(0), spread(y_train.std(0, unbiased=False))
         y_train = (y_train - y_mean) / y_std
     # Initialise on the CPU generator only, leaving the caller's generator states untouched.
     with seeded_init(seed):

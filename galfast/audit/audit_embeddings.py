@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict
 from numbers import Real
 from typing import Any, Callable, Optional, Union
@@ -13,10 +13,12 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from galfast._dtypes import all_finite
+from galfast._dtypes import all_finite, holds_integers
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict, training_epochs
 from galfast.audit.bounds import TradeoffBound, check_lipschitz, integer_labels, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
+from galfast.audit.checks import check_standardisable
+from galfast.audit.checks import count as _count
 from galfast.audit.classic import CLASSIC_FAMILIES
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
 from galfast.audit.job_costs import head_cost
@@ -60,25 +62,39 @@ IndexLike = Union[Tensor, np.ndarray, Sequence[int]]
 
 
 def _as_index(name: str, idx: IndexLike, num_nodes: int) -> Tensor:
-    idx = torch.as_tensor(idx)
+    # None, a set or a string reached torch.as_tensor, whose errors name no argument.
+    if idx is None or isinstance(idx, (str, bytes, set, frozenset, dict)):
+        raise TypeError(f"{name} must be node ids or a bool mask, got {type(idx).__name__}")
+    try:
+        idx = torch.as_tensor(idx)
+    except (TypeError, RuntimeError, ValueError, OverflowError) as error:
+        raise ValueError(f"{name} must be node ids or a bool mask: {error}") from None
+    if idx.numel() == 0:  # [] reads as float; no split can be empty
+        raise ValueError(f"{name} holds no node")
     if idx.dtype == torch.bool:
         if idx.numel() != num_nodes:
             raise ValueError(f"{name} as a mask must have {num_nodes} entries, got {idx.numel()}")
         idx = idx.nonzero().view(-1)
-    if idx.dim() != 1 or idx.dtype.is_floating_point:
-        raise ValueError(f"{name} must be a 1-D integer index (or bool mask) of nodes")
+    if idx.dtype == torch.uint8:
+        # torch indexes with uint8 as a mask: read as ids, a 0/1 mask meant nodes 0 and 1.
+        raise ValueError(f"{name} has dtype torch.uint8: pass int64 node ids or a bool mask")
+    if idx.dim() != 1 or not holds_integers(idx):  # complex ids lost their imaginary part
+        raise ValueError(
+            f"{name} must be a 1-D integer index (or bool mask) of nodes, got shape "
+            f"{list(idx.shape)} dtype {idx.dtype}"
+        )
     idx = idx.long().cpu()
-    if idx.numel() and (int(idx.min()) < 0 or int(idx.max()) >= num_nodes):
+    if int(idx.min()) < 0 or int(idx.max()) >= num_nodes:
         raise ValueError(f"{name} holds node ids outside [0, {num_nodes})")
     return torch.unique(idx)
 
 
-def _count(name: str, value: object, minimum: int) -> int:
-    """``value`` as an int; ValueError naming ``name`` unless it is an integer (not a bool, nor
-    a float such as 1.5) >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-    return int(value)
+def _names(name: str, value: object) -> list:
+    """``value`` as a list; TypeError naming ``name`` for a single string (read letter by
+    letter: "node" was the pairings 'n', 'o', ...) or anything that is not a sequence."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a list of names, got {type(value).__name__} {value!r}")
+    return list(value)
 
 
 def _max_fits(attributes: int, pairings, fast, strong, seeds: int, trials: int) -> int:
@@ -217,17 +233,32 @@ def audit(
         # The attackers are float32 models, and scikit-learn reads no bfloat16: half-precision
         # embeddings are read as float32 (which holds their values exactly).
         embeddings = embeddings.float()
+    if embeddings.size(0) == 0 or embeddings.size(1) == 0:
+        # no row failed as train_idx "outside [0, 0)", no column as "layer sizes must be >= 1"
+        raise ValueError(
+            f"embeddings must have at least one row and one column, got {list(embeddings.shape)}"
+        )
     if not all_finite(embeddings):
         raise ValueError("embeddings contain NaN or infinite values")
     z = embeddings.detach()
     num_nodes = z.size(0)
-    pairings = [parse_pairing(a) for a in attacks]
+    check_standardisable("embeddings", z, z.dtype)
+    if (
+        sensitive is None
+        or isinstance(sensitive, (str, Mapping))
+        or not (isinstance(sensitive, (SensitiveAttribute, Iterable)))
+    ):  # None or 5 failed as "'NoneType' object is not iterable"
+        raise TypeError(
+            "sensitive must be a SensitiveAttribute or a list of them, got "
+            f"{type(sensitive).__name__}"
+        )
+    pairings = [parse_pairing(a) for a in _names("attacks", attacks)]
     if not pairings or len({p.name for p in pairings}) != len(pairings):
         raise ValueError(f"attacks must be a non-empty list of distinct pairings, got {attacks!r}")
     if strength not in STRENGTHS:
         raise ValueError(f"strength must be one of {STRENGTHS}, got {strength!r}")
     known_families = (*FAMILIES, *STRONG_FAMILIES)
-    families = list(attackers)
+    families = _names("attackers", attackers)
     if (
         not families
         or any(f not in known_families for f in families)
@@ -242,12 +273,20 @@ def audit(
         raise ValueError(f"no attacker in {families} applies to every attack in {attacks!r}")
     if search is None:
         search = SearchConfig()
+    if not isinstance(search, SearchConfig):  # a dict failed as "no attribute 'trials'"
+        raise TypeError(f"search must be a SearchConfig, got {type(search).__name__}")
+    # torch.empty refused 1.5 or True deep in the attacker's layers; 0 named no argument.
+    if isinstance(hidden, (str, bytes)) or not isinstance(hidden, Iterable):
+        raise TypeError(f"hidden must be a list of layer sizes, got {hidden!r}")
+    hidden = tuple(_count("hidden sizes", h, 1) for h in hidden)
     threads = _count("threads", threads, 1)
     if workers is not None:
         workers = _count("workers", workers, 1)
-    if any(p.hops > 0 for p in pairings):
+    if any(p.hops > 0 for p in pairings) and graph is None:
+        raise ValueError("neighbor / n-hop attacks need graph= (a galfast.Graph)")
+    if graph is not None:  # checked even when only the node attack runs: it is a mistake
         if not isinstance(graph, Graph):
-            raise ValueError("neighbor / n-hop attacks need graph= (a galfast.Graph)")
+            raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
         if graph.num_nodes != num_nodes:
             raise ValueError(
                 f"the graph has {graph.num_nodes} nodes but embeddings has {num_nodes} rows"
@@ -273,10 +312,24 @@ def audit(
     for pairing in pairings:
         check_walkable(pairing, walk_mode)
     if task_labels is not None:
-        task_labels = torch.as_tensor(task_labels).to(z.device)
+        try:
+            task_labels = torch.as_tensor(task_labels).to(z.device)
+        except (TypeError, RuntimeError, ValueError) as error:
+            raise TypeError(
+                f"task_labels must be a tensor of binary labels, got "
+                f"{type(task_labels).__name__}: {error}"
+            ) from None
         if task_labels.dim() != 1 or task_labels.numel() != num_nodes:
             raise ValueError(f"task_labels must have shape [{num_nodes}] (negative = unknown)")
         task_labels = integer_labels("task_labels", task_labels)
+        # Checked here: the bound is computed after every attacker has trained.
+        if bool((task_labels > 1).any()):
+            raise ValueError(
+                "task_labels must be binary: 0, 1 or negative (unknown), got "
+                f"{int(task_labels.max())}"
+            )
+        if not bool((task_labels >= 0).any()):
+            raise ValueError("task_labels are known (>= 0) on no node")
     config = AttackerConfig(
         epochs=epochs, batch_size=batch_size, lr=lr, min_steps=min_steps, hidden=tuple(hidden)
     )
@@ -308,6 +361,19 @@ def audit(
                     raise ValueError(
                         f"{attr.name}: the attribute is known on no training or no test node"
                     )
+                if strong and train_nodes.numel() < 2:
+                    # the validation split needs a row, and leaves one to fit on
+                    raise ValueError(
+                        f"{attr.name}: the strong attackers need at least 2 training nodes "
+                        f"where the attribute is known (a validation split), got "
+                        f"{train_nodes.numel()}"
+                    )
+                if task_labels is not None and attr.kind == "binary":
+                    if not bool((task_labels[known.nodes] >= 0).any()):
+                        raise ValueError(
+                            f"{attr.name}: task_labels are known on no node where "
+                            f"{attr.name} is (the trade-off bound needs both)"
+                        )
                 folds = make_folds(train_nodes.numel(), seeds, search, seed, ai) if strong else []
                 split = StrongSplit(train_nodes, train_targets, test_nodes, test_targets, folds)
                 for pi, pairing in enumerate(pairings):

@@ -75,6 +75,8 @@ def check_lipschitz(name: str, lipschitz: Optional[float]) -> Optional[float]:
 def integer_labels(name: str, labels: Tensor) -> Tensor:
     """``labels`` as int64; ValueError naming ``name`` when one is not a whole number (a
     probability or a score, which the cast would silently truncate, or NaN)."""
+    if labels.is_complex():  # the cast below would drop the imaginary part
+        raise ValueError(f"{name} must hold integer class labels, got {labels.dtype}")
     if labels.is_floating_point():
         whole = torch.isfinite(labels) & (labels == labels.round())
         if not bool(whole.all()):
@@ -99,8 +101,21 @@ def tradeoff_bound(
     Example (hand-computed): a = [0, 0, 1, 1], y = [1, 1, 0, 1] gives P(Y=1|A=0) = 1,
     P(Y=1|A=1) = 0.5, delta 0.5, alpha 0.5, error bound at zero advantage 0.25.
     """
-    a, y = integer_labels("a", a).view(-1), integer_labels("y", y).view(-1)
+    # lists and arrays failed on .is_floating_point()
+    a = integer_labels("a", torch.as_tensor(a)).view(-1)
+    y = integer_labels("y", torch.as_tensor(y)).view(-1)
     lipschitz = check_lipschitz("lipschitz", lipschitz)
+    # A negative radius or advantage lifted the bound above its zero-advantage value, and a
+    # NaN advantage gave 0 (max(0, nan) is 0).
+    if isinstance(radius, Tensor) and radius.numel() == 1:  # z.norm(dim=1).max()
+        radius = radius.item()
+    radius = check_lipschitz("radius", radius)
+    if radius is None:
+        raise ValueError("radius must be a finite number >= 0, got None")
+    if advantage is not None and (
+        isinstance(advantage, bool) or not isinstance(advantage, Real) or not 0 <= advantage <= 1
+    ):
+        raise ValueError(f"advantage must be a number in [0, 1], got {advantage!r}")
     if a.numel() != y.numel() or a.numel() == 0:
         raise ValueError("the trade-off bound needs aligned, non-empty A and Y")
     if not bool(((y == 0) | (y == 1)).all()) or not bool(((a == 0) | (a == 1)).all()):

@@ -27,7 +27,10 @@ def supports(family: str, kind: str, num_outputs: int) -> bool:
 
 
 def _standardise(x_fit: np.ndarray, *others: np.ndarray) -> list[np.ndarray]:
-    mean, std = x_fit.mean(0), np.maximum(x_fit.std(0), 1e-12)
+    # A constant column's std of 0 divides by 1; a tiny one is kept (a floor of 1e-12 hid
+    # columns of spread 1e-13 from the attackers).
+    std = x_fit.std(0)
+    mean, std = x_fit.mean(0), np.where(std > 0, std, 1)
     return [(a - mean) / std for a in (x_fit, *others)]
 
 
@@ -95,7 +98,14 @@ def fit_classic(
             # Balanced class weights: the primary metric is macro-F1.
             options["class_weight"] = "balanced"
             model = HistGradientBoostingClassifier(random_state=seed, **options)
-        model.fit(xf, y_fit, X_val=xv, y_val=y_val)
+        # Early stopping scores the validation rows of the classes the fit rows hold: a class
+        # only in validation (a rare one) made scikit-learn refuse them ("unseen labels").
+        seen = np.ones(len(y_val), dtype=bool) if regress else np.isin(y_val, y_fit)
+        if seen.any():
+            model.fit(xf, y_fit, X_val=xv[seen], y_val=y_val[seen])
+        else:  # nothing to stop on: the full max_iter rounds
+            options["early_stopping"] = False
+            model.set_params(early_stopping=False).fit(xf, y_fit)
         val = score(y_val, model.predict(xv))
         config = {**options, "iterations": int(model.n_iter_)}
     pred = model.predict(xt)

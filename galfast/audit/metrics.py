@@ -145,6 +145,11 @@ def attack_metrics(
     y, pred = np.asarray(y), np.asarray(pred)
     _same_length(y, pred, scores)
     if kind == "continuous":
+        if not np.isfinite(pred).all():  # a diverged attacker: its MAE was NaN in the report
+            raise ValueError(
+                "the attacker's predictions hold NaN or infinite values (its training "
+                "diverged: try a smaller lr)"
+            )
         error = _difference(pred, y)
         return {
             "mae": _column_means(np.abs(error)),

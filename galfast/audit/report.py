@@ -109,6 +109,11 @@ class AuditReport:
     def describe_worst_case(self, cell: AttackResult) -> str:
         """One line: the strongest attacker, its configuration, its primary metric with the
         95% interval over seeds, and the majority baseline."""
+        if not isinstance(cell, AttackResult):  # an attribute's name failed on .metrics
+            raise TypeError(
+                f"cell must be an AttackResult (e.g. report.worst_case(attribute)), got "
+                f"{type(cell).__name__}"
+            )
         summary = cell.metrics[cell.primary]
         low, high = summary.ci
         config = ", ".join(
@@ -160,6 +165,8 @@ class AuditReport:
         return json.dumps(self.to_dict(), indent=indent, allow_nan=False)
 
     def __str__(self) -> str:
+        if not self.results:  # printed nothing at all
+            return "audit report: no results"
         blocks = ["\n".join(self.describe_worst_case(r) for r in self.worst_cases())]
         headline = {id(r) for r in self.headline()}
         for attribute in dict.fromkeys(r.attribute for r in self.results):

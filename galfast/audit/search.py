@@ -8,8 +8,10 @@ early on it, so the test nodes never influence a choice.
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from dataclasses import asdict, dataclass
+from numbers import Real
 from typing import Any, Optional
 
 import numpy as np
@@ -17,6 +19,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast.audit.attackers import spread
+from galfast.audit.checks import count
 from galfast.audit.flat_params import flatten_parameters, unflatten_parameters
 from galfast.audit.head_gradients import HeadGradients
 from galfast.audit.jobs import seeded_init
@@ -49,10 +53,13 @@ class SearchConfig:
     val_fraction: float = 0.2
 
     def __post_init__(self) -> None:
-        if self.trials < 1 or self.max_epochs < 1 or self.patience < 1 or self.batch_size < 1:
-            raise ValueError("search trials, max_epochs, patience and batch_size must be >= 1")
-        if not 0 < self.val_fraction < 1:
-            raise ValueError(f"val_fraction must be in (0, 1), got {self.val_fraction!r}")
+        # Counts: 1.5 trials failed deep in the audit, NaN epochs trained none and crashed,
+        # True passed as 1; each is stored as a plain int.
+        for name in ("trials", "max_epochs", "patience", "batch_size"):
+            object.__setattr__(self, name, count(name, getattr(self, name), 1))
+        fraction = self.val_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, Real) or not 0 < fraction < 1:
+            raise ValueError(f"val_fraction must be a number in (0, 1), got {fraction!r}")
 
 
 @dataclass(frozen=True)
@@ -182,12 +189,12 @@ def fit_head(
 ) -> FittedHead:
     """Trains one head on the fit rows, stopping early on the validation rows' loss, and
     scores the best epoch's weights on the validation rows."""
-    mean, std = x_fit.mean(0), x_fit.std(0, unbiased=False).clamp_min(1e-12)
+    mean, std = x_fit.mean(0), spread(x_fit.std(0, unbiased=False))
     xf, xv = (x_fit - mean) / std, (x_val - mean) / std
     y_mean = y_std = None
     yf, yv = y_fit, y_val
     if kind == "continuous":
-        y_mean, y_std = y_fit.mean(0), y_fit.std(0, unbiased=False).clamp_min(1e-12)
+        y_mean, y_std = y_fit.mean(0), spread(y_fit.std(0, unbiased=False))
         yf, yv = (y_fit - y_mean) / y_std, (y_val - y_mean) / y_std
     weights = _class_weights(kind, y_fit, num_outputs) if config.balanced else None
     hidden = (config.width,) * config.depth
@@ -209,7 +216,11 @@ def fit_head(
         model.eval()
         with torch.no_grad():
             val_loss = float(_loss(model(xv), yv, kind, weights))
-        if val_loss < best_loss:
+        if math.isnan(val_loss):  # ranks below every finite loss
+            val_loss = math.inf
+        # The first epoch is always kept: a validation loss that is never finite (0/0 when
+        # balanced weights zero every validation row's class) left no weights to restore.
+        if best is None or val_loss < best_loss:
             best_loss, since = val_loss, 0
             best = flat.clone() if best is None else best.copy_(flat)
         else:

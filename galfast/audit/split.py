@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from numbers import Real
+
 import torch
 from torch import Tensor
 
+from galfast._dtypes import holds_integers
 from galfast.gal.seeding import check_seed
 
 __all__ = ["AUDIT_TEST_FRACTION", "audit_split"]
@@ -18,8 +21,26 @@ def audit_split(
 ) -> tuple[Tensor, Tensor]:
     """``(train_idx, test_idx)``: a ``seed``-keyed shuffle of ``nodes`` (1-D node ids) with
     ``test_fraction`` of them, at least one, held out for scoring."""
-    if not 0 < test_fraction < 1:
-        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    if (
+        isinstance(test_fraction, bool)
+        or not isinstance(test_fraction, Real)
+        or not 0 < test_fraction < 1
+    ):
+        raise ValueError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
+    # A list or an array failed on .numel(), a 2-D tensor in indexing; bool or float "ids" came
+    # back shuffled as they were, and a repeated id could land in both halves.
+    if nodes is None or isinstance(nodes, (str, bytes, set, dict)):
+        raise TypeError(f"nodes must be node ids (a 1-D tensor), got {type(nodes).__name__}")
+    nodes = torch.as_tensor(nodes)
+    if nodes.dim() != 1:
+        raise ValueError(f"nodes must be 1-D node ids, got shape {list(nodes.shape)}")
+    if not holds_integers(nodes):
+        raise ValueError(f"nodes must hold integer node ids, got {nodes.dtype}")
+    unique, counts = torch.unique(nodes, return_counts=True)
+    if bool((counts > 1).any()):
+        raise ValueError(f"nodes holds node {int(unique[counts > 1][0])} twice")
+    if nodes.numel() < 2:  # one node leaves no training node
+        raise ValueError(f"audit_split needs at least 2 nodes, got {nodes.numel()}")
     gen = torch.Generator().manual_seed(check_seed("seed", seed))
     perm = nodes[torch.randperm(nodes.numel(), generator=gen)]
     num_test = max(1, int(test_fraction * nodes.numel()))

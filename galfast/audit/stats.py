@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Optional
 
 __all__ = ["MetricSummary", "summarize"]
@@ -38,9 +39,17 @@ def summarize(values: Sequence[float], confidence: float = 0.95) -> MetricSummar
         >>> str(summarize([0.5, 0.7]))
         '0.600 ± 1.271'
     """
+    # A string was summarised digit by digit; None failed as "not iterable".
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise TypeError(f"values must be a sequence of numbers, got {type(values).__name__}")
+    if isinstance(confidence, bool) or not isinstance(confidence, Real) or not 0 < confidence < 1:
+        # 0 gave a zero-width interval, 1 an infinite one, -0.5 a negative width
+        raise ValueError(f"confidence must be a number in (0, 1), got {confidence!r}")
     values = [float(v) for v in values]
     if not values:
         raise ValueError("summarize needs at least one value")
+    if not all(math.isfinite(v) for v in values):  # printed "nan ± nan"; JSON refuses it
+        raise ValueError(f"summarize needs finite values, got {values}")
     n = len(values)
     mean = sum(values) / n
     if n == 1:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import pickle
 import warnings
 import zipfile
@@ -13,6 +12,7 @@ import torch
 from galfast._dtypes import all_finite, holds_integers
 from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
+from galfast.audit.checks import check_standardisable
 from galfast.cli.errors import UsageError
 from galfast.cli.files import check_writable, write_json
 from galfast.cli.options import comma_list, pairing_list, positive_int, seed_value
@@ -120,15 +120,10 @@ def _embeddings(path: str) -> torch.Tensor:
     z = _dense(z)
     if not all_finite(z):
         raise UsageError(f"EMBEDDINGS {path!r}: holds NaN or infinite values")
-    # The attackers standardise each column in float32: its squared deviations from the mean,
-    # summed over the N rows, must stay below float32's largest value.
-    limit = math.sqrt(torch.finfo(torch.float32).max / (4 * z.size(0)))
-    largest = float(z.abs().max())
-    if largest > limit:
-        raise UsageError(
-            f"EMBEDDINGS {path!r}: values up to {largest:.3g} overflow the attackers' float32 "
-            f"statistics (at most {limit:.3g} for {z.size(0)} rows); rescale them"
-        )
+    try:  # the attackers read the embeddings in float32
+        check_standardisable(f"EMBEDDINGS {path!r}", z, torch.float32)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     return z.float()
 
 
@@ -211,6 +206,12 @@ def main(args: argparse.Namespace) -> int:
         num_classes=None if kind == "binary" else classes,
     )
     train_idx, test_idx = audit_split(nodes, args.seed)
+    if args.strength == "strong" and train_idx.numel() < 2:
+        # the tuned attackers validate on part of the training nodes: one leaves none
+        raise UsageError(
+            f"--strength strong needs at least 3 known labels (a validation split of the "
+            f"training nodes), got {nodes.numel()}; give more labels or --strength fast"
+        )
     if walks:
         _check_walks(graph, {"training": train_idx, "test": test_idx}, walks)
     report = audit(
