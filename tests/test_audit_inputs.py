@@ -14,6 +14,7 @@ from cli_errors_helpers import one_error_line
 
 from galfast import Graph, SensitiveAttribute
 from galfast.audit import (
+    AttackResult,
     AuditReport,
     SearchConfig,
     audit,
@@ -393,3 +394,16 @@ def test_tuned_head_whose_validation_loss_is_never_finite():
 def test_cli_strong_audit_with_three_labels_runs(capsys, tmp_path):
     assert main(["audit", *_files(tmp_path, 3), "--seeds", "1", "--epochs", "1"]) == 0
     assert "worst case for attribute" in capsys.readouterr().out
+
+
+def test_an_attack_result_of_an_unknown_kind_is_refused_when_built():
+    # was a KeyError from strength(), once the report ranked its cells
+    with pytest.raises(ValueError, match="kind must be one of"):
+        AttackResult("a", "ordinal", "node", "mlp", {}, {}, 1.0, 1.0, 0.0)
+
+
+@pytest.mark.parametrize("progress", ["no", 0, None])
+def test_progress_must_be_a_bool(progress):
+    # "no" is truthy: it showed the bar
+    with pytest.raises(TypeError, match="progress must be True or False"):
+        _run(progress=progress)

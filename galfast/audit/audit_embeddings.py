@@ -255,6 +255,8 @@ def audit(
     pairings = [parse_pairing(a) for a in _names("attacks", attacks)]
     if not pairings or len({p.name for p in pairings}) != len(pairings):
         raise ValueError(f"attacks must be a non-empty list of distinct pairings, got {attacks!r}")
+    if not isinstance(progress, (bool, np.bool_)):  # "no" is truthy: it showed the bar
+        raise TypeError(f"progress must be True or False, got {progress!r}")
     if strength not in STRENGTHS:
         raise ValueError(f"strength must be one of {STRENGTHS}, got {strength!r}")
     known_families = (*FAMILIES, *STRONG_FAMILIES)

@@ -47,6 +47,11 @@ class AttackResult:
     pair_failures: float
     config: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # built by hand with another kind, it failed later as a KeyError in strength()
+        if self.kind not in PRIMARY_METRIC:
+            raise ValueError(f"kind must be one of {sorted(PRIMARY_METRIC)}, got {self.kind!r}")
+
     @property
     def primary(self) -> str:
         return PRIMARY_METRIC[self.kind]
