@@ -169,3 +169,20 @@ def test_to_device_without_waiting_copies_the_values():
     moved = to_device_without_waiting(t, torch.device("cuda"))
     assert moved.device.type == "cuda" and torch.equal(moved.cpu(), t)
     assert to_device_without_waiting(t, torch.device("cpu")) is t
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda **kw: NodeBatches(torch.arange(4), torch.zeros(4, dtype=torch.long), **kw),
+        lambda **kw: LinkBatches(torch.tensor([[0, 1], [1, 2]]), 3, **kw),
+        lambda **kw: RatingBatches(torch.tensor([[0, 1], [2, 3]]), torch.tensor([1.0, 2.0]), **kw),
+    ],
+)
+def test_batches_check_shuffle_and_take_numpy_batch_sizes(build):
+    # "no" is truthy: it shuffled; np.int64 batch sizes (from a grid) were refused
+    with pytest.raises(ValueError, match="shuffle must be a bool, got str"):
+        build(shuffle="no")
+    batches = build(batch_size=np.int64(1), shuffle=np.False_)
+    assert batches.batch_size == 1 and type(batches.batch_size) is int
+    assert batches.shuffle is False

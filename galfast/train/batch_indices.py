@@ -5,19 +5,32 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
-__all__ = ["check_batch_size", "index_batches"]
+from galfast._dtypes import as_int
+
+__all__ = ["check_batch_size", "check_shuffle", "index_batches"]
 
 
-def check_batch_size(batch_size: Optional[int]) -> None:
-    if batch_size is not None and (
-        isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1
-    ):
+def check_batch_size(batch_size: Optional[int]) -> Optional[int]:
+    """``batch_size`` as an int (NumPy's too) or None; ValueError unless it is positive."""
+    if batch_size is None:
+        return None
+    size = as_int(batch_size)
+    if size is None or size < 1:
         raise ValueError(
             f"batch_size must be a positive int or None (one batch), got {batch_size!r}"
         )
+    return size
+
+
+def check_shuffle(shuffle: bool) -> bool:
+    """``shuffle`` as a bool (NumPy's too); "no" or 0 are refused: a truthy string shuffled."""
+    if not isinstance(shuffle, (bool, np.bool_)):
+        raise ValueError(f"shuffle must be a bool, got {type(shuffle).__name__}")
+    return bool(shuffle)
 
 
 def index_batches(
@@ -33,7 +46,8 @@ def index_batches(
     epochs are reproducible and resumable, and the same on every device: the order is drawn
     on the CPU and copied once per epoch (a copy per batch from pageable memory made the host
     wait for the GPU's queued work at every step)."""
-    check_batch_size(batch_size)  # again: a batch_size set on the batches after they were built
+    # again: a batch_size or shuffle set on the batches after they were built
+    batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     if device is not None:
         order = order.to(device)

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.models.kg_queries import KGQueries
-from galfast.train.batches import check_batch_size
+from galfast.train.batch_indices import check_batch_size, check_shuffle
 
 __all__ = ["OneToNBatch", "OneToNBatches"]
 
@@ -70,11 +70,21 @@ class OneToNBatches:
     ) -> None:
         if not isinstance(queries, KGQueries):
             raise ValueError(f"queries must be a KGQueries, got {type(queries).__name__}")
-        check_batch_size(batch_size)
+        batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
         if seed is not None:
             seed = check_seed("seed", seed)
         self.queries, self.batch_size, self.shuffle, self.seed = queries, batch_size, shuffle, seed
         self._next_epoch = 0
+
+    def check_nodes(self, num_nodes: int) -> None:
+        """The graph :class:`GALTrainer` encodes has one node per entity (``fit`` calls this):
+        other queries failed only at the first step, on the logits' width or, on a GPU, an
+        entity id past the embeddings."""
+        if self.queries.num_entities != num_nodes:
+            raise ValueError(
+                f"the batches hold queries over {self.queries.num_entities} entities but the "
+                f"graph has {num_nodes} nodes: build them from the graph's knowledge graph"
+            )
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.queries.num_queries, 1)

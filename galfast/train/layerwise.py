@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from galfast import ops
+from galfast._dtypes import as_int
 from galfast.graph import Graph
 
 __all__ = ["layerwise_embed", "supports_layerwise"]
@@ -39,12 +40,26 @@ def layerwise_embed(encoder: nn.Module, graph: Graph, inputs: Tensor, chunk_size
             f"layer-wise embedding needs an encoder with {', '.join(_PROTOCOL)} (GNNStack, "
             f"EmbeddingEncoder); {type(encoder).__name__} lacks them"
         )
+    if not isinstance(graph, Graph):
+        raise ValueError(f"graph must be a galfast.Graph, got {type(graph).__name__}")
+    # A negative size made no chunk but the empty one: the rows were returned uninitialised.
+    size = as_int(chunk_size)
+    if size is None or size < 1:
+        raise ValueError(f"chunk_size must be an int >= 1, got {chunk_size!r}")
+    layers = as_int(encoder.num_layers)
+    if layers is None or layers < 0:  # a negative count returned None
+        raise ValueError(f"encoder.num_layers must be an int >= 0, got {encoder.num_layers!r}")
+    # Rows past the inputs failed on indexing mid-way ("index 66 is out of bounds").
+    if not isinstance(inputs, Tensor) or inputs.dim() < 1 or inputs.size(0) != graph.num_nodes:
+        shape = list(inputs.shape) if isinstance(inputs, Tensor) else type(inputs).__name__
+        raise ValueError(f"inputs must have one row per node ({graph.num_nodes}), got {shape}")
+    chunk_size = size
     n, device = graph.num_nodes, graph.device
     chunks = [(s, min(n, s + chunk_size)) for s in range(0, n, chunk_size)] or [(0, 0)]
     h = None
-    if encoder.num_layers == 0:
+    if layers == 0:
         return encoder.input_rows(inputs)
-    for i in range(encoder.num_layers):
+    for i in range(layers):
         out = None
         for start, stop in chunks:
             nodes = torch.arange(start, stop, device=device)

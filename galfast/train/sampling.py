@@ -6,6 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+from torch import Tensor
+
+from galfast._dtypes import as_int
 from galfast.ops.sample_neighbors import MAX_FANOUT, MAX_LAYERS
 
 __all__ = ["NeighborSampling"]
@@ -45,21 +49,30 @@ class NeighborSampling:
 
     def __post_init__(self) -> None:
         fanouts = self.fanouts
+        # A 1-D array or tensor of counts (np.array([15, 10])) is a sequence of ints too.
+        if isinstance(fanouts, (np.ndarray, Tensor)) and fanouts.ndim == 1:
+            fanouts = fanouts.tolist()
         if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
             raise ValueError(f"fanouts must be a sequence of ints, got {type(fanouts).__name__}")
         if not 1 <= len(fanouts) <= MAX_LAYERS:
             raise ValueError(f"fanouts must hold 1 to {MAX_LAYERS} hops, got {len(fanouts)}")
+        counts = []
         for hop, fanout in enumerate(fanouts):
-            if isinstance(fanout, bool) or not isinstance(fanout, int):
+            count = as_int(fanout)  # NumPy's ints too, kept as Python ints (sample_neighbors)
+            if count is None:
                 raise ValueError(f"fanouts[{hop}] must be an int, got {type(fanout).__name__}")
-            if not -1 <= fanout <= MAX_FANOUT:
-                raise ValueError(f"fanouts[{hop}] must be -1 or in [0, {MAX_FANOUT}], got {fanout}")
-        object.__setattr__(self, "fanouts", tuple(fanouts))
+            if not -1 <= count <= MAX_FANOUT:
+                raise ValueError(f"fanouts[{hop}] must be -1 or in [0, {MAX_FANOUT}], got {count}")
+            counts.append(count)
+        object.__setattr__(self, "fanouts", tuple(counts))
+        if isinstance(self.weighted, np.bool_):  # its type's name is "bool" too
+            object.__setattr__(self, "weighted", bool(self.weighted))
         if not isinstance(self.weighted, bool):
             raise ValueError(f"weighted must be a bool, got {type(self.weighted).__name__}")
-        size = self.embed_chunk_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise ValueError(f"embed_chunk_size must be an int >= 1, got {size!r}")
+        size = as_int(self.embed_chunk_size)
+        if size is None or size < 1:
+            raise ValueError(f"embed_chunk_size must be an int >= 1, got {self.embed_chunk_size!r}")
+        object.__setattr__(self, "embed_chunk_size", size)
 
     def to_checkpoint(self) -> dict[str, Any]:
         """What a checkpoint records to refuse resuming with other sampling (the chunk size of

@@ -30,6 +30,8 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
+from galfast.nn._layer_checks import check_count
+
 __all__ = ["StepGraphs", "flatten_tensors", "rebuild"]
 
 _CONSTANTS = (type(None), bool, int, float, str)
@@ -105,6 +107,10 @@ class StepGraphs:
     """
 
     def __init__(self, device: torch.device, *, warmup: int = 2, max_graphs: int = 16) -> None:
+        # A negative warmup captured a step before any eager run had created what a capture
+        # needs; a string failed at the first comparison.
+        check_count("warmup", warmup, 0)
+        check_count("max_graphs", max_graphs, 0)
         self.device, self.warmup, self.max_graphs = torch.device(device), warmup, max_graphs
         self._side_stream = None
         self.clear()

@@ -32,7 +32,7 @@ class NodeHead(nn.Module):
         self.module = module
 
     def forward(self, z: Tensor, batch: Any) -> Tensor:
-        return self.module(z[batch.nodes])
+        return self.module(_rows(z, batch.nodes, "batch.nodes"))
 
 
 class EdgeHead(nn.Module):
@@ -47,23 +47,41 @@ class EdgeHead(nn.Module):
         self.decoder = decoder
 
     def forward(self, z: Tensor, batch: Any) -> Tensor:
-        src, dst = batch.src, batch.dst
+        src, dst = _ids(batch.src, "batch.src"), _ids(batch.dst, "batch.dst")
         if hasattr(self.decoder, "edge_scores") and _id_tensor(src) and _id_tensor(dst):
             return self.decoder.edge_scores(z, src, dst)
-        return self.decoder(_rows(z, src), _rows(z, dst))
+        return self.decoder(_rows(z, src, "batch.src"), _rows(z, dst, "batch.dst"))
 
 
 def _id_tensor(ids: Any) -> bool:
     return isinstance(ids, Tensor) and ids.dim() == 1 and ids.dtype in (torch.int64, torch.int32)
 
 
-def _rows(z: Tensor, ids: Any) -> Tensor:
+def _ids(ids: Any, name: str) -> Any:
+    """``ids`` with integer tensors of other dtypes as int64 (``z[uint8 ids]`` reads them as a
+    mask); float ids are refused by name (torch: "tensors used as indices must be long...").
+    A bool mask passes: it selects rows."""
+    if not isinstance(ids, Tensor) or ids.dtype == torch.bool:
+        return ids
+    if not holds_integers(ids):
+        raise ValueError(f"{name} must hold integer node ids, got {ids.dtype}")
+    return ids if ids.dtype in (torch.int64, torch.int32) else ids.long()
+
+
+def _rows(z: Tensor, ids: Any, name: str) -> Tensor:
     """``z[ids]``; by ``ops.gather_rows`` for a 1-D id tensor: the same rows and, summed in
     the same order, the same gradient, without advanced indexing's per-call setup and with a
     scatter-add backward 3-4x faster than index_select's index_add_ (MovieLens: 2x 8,192 rows
-    a step)."""
+    a step). ``gather_rows`` also refuses negative ids, which ``z[ids]`` would read from the
+    end (the wrong nodes); its IndexError is raised again naming ``name``."""
+    ids = _ids(ids, name)
     if _id_tensor(ids):
-        return ops.gather_rows(z, ids)
+        try:
+            return ops.gather_rows(z, ids)
+        except IndexError as err:
+            raise ValueError(
+                f"{name} holds a node id outside [0, {z.size(0)}) (rows of z): {err}"
+            ) from err
     return z[ids]
 
 
@@ -85,12 +103,31 @@ def classification_loss(pred: Tensor, batch: Any) -> Tensor:
 
 def regression_loss(pred: Tensor, batch: Any) -> Tensor:
     """Mean squared error against ``batch.y`` (node or graph batches; QM9's dipole moment)."""
-    return F.mse_loss(pred.view_as(batch.y), batch.y.to(pred.dtype))
+    _check_targets(pred, batch.y, "batch.y")
+    return F.mse_loss(pred.reshape(batch.y.shape), batch.y.to(pred.dtype))
 
 
 def link_loss(pred: Tensor, batch: Any) -> Tensor:
     """Binary cross-entropy of edge logits ``[B]`` against ``batch.label`` (LinkBatch)."""
-    return F.binary_cross_entropy_with_logits(pred.view(-1), batch.label.to(pred.dtype))
+    _check_targets(pred, batch.label, "batch.label")
+    return F.binary_cross_entropy_with_logits(pred.reshape(-1), batch.label.to(pred.dtype))
+
+
+def _check_targets(pred: Tensor, target: Any, name: str) -> None:
+    """One prediction per target value, and at least one (shapes only: no host sync). Without
+    this a wrong count failed in ``view`` ("shape '[3]' is invalid for input of size 6") or,
+    for one prediction, broadcast over every target with only a warning; an empty batch gave
+    a NaN loss, reported at the epoch's end as a divergence. (NaN targets are left to
+    :class:`LossDiverged`, which names the step: reading values would stall CUDA steps.)"""
+    if not isinstance(target, Tensor):
+        raise ValueError(f"{name} must be a tensor, got {type(target).__name__}")
+    if pred.numel() != target.numel():
+        raise ValueError(
+            f"the task head's output of shape {list(pred.shape)} must hold one prediction per "
+            f"value of {name} of shape {list(target.shape)}"
+        )
+    if target.numel() == 0:
+        raise ValueError(f"{name} is empty: a batch of no items has no mean loss")
 
 
 def rating_cross_entropy(logits: Tensor, batch: Any) -> Tensor:
@@ -133,9 +170,17 @@ def _class_ids(target: Any, scores: Tensor, name: str) -> Any:
     like the scores are class probabilities and pass). Float or bool labels and ``[B, 1]``
     columns are refused with their name: ATen's errors ("expected target dtype to be Long",
     "multi-target not supported") name neither. Dtype and shape only: no host sync."""
-    if not isinstance(target, Tensor) or (
-        target.is_floating_point() and target.shape == scores.shape
-    ):
+    if not isinstance(target, Tensor):
+        raise ValueError(f"{name} must be a tensor of class ids, got {type(target).__name__}")
+    if scores.dim() > 1 and target.dim() > 0 and target.size(0) != scores.size(0):
+        # torch: "Expected target size [1, 4], got [1, 3]" (of the transposed scores)
+        raise ValueError(
+            f"{name} has {target.size(0)} rows for {scores.size(0)} rows of scores "
+            f"{list(scores.shape)}: one target per row"
+        )
+    if scores.dim() > 1 and scores.size(0) == 0:
+        raise ValueError(f"{name} is empty: a batch of no items has no mean loss (NaN)")
+    if target.is_floating_point() and target.shape == scores.shape:
         return target
     if not holds_integers(target):
         raise ValueError(
@@ -157,4 +202,5 @@ def _cpu_vector_floats() -> int:
 
 def rating_mse(pred: Tensor, batch: Any) -> Tensor:
     """Mean squared error of predicted ratings ``[B]`` against ``batch.rating``."""
-    return F.mse_loss(pred.view(-1), batch.rating.to(pred.dtype))
+    _check_targets(pred, batch.rating, "batch.rating")
+    return F.mse_loss(pred.reshape(-1), batch.rating.reshape(-1).to(pred.dtype))
