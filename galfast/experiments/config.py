@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import inspect
+import numbers
+import os
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
 from torch import Tensor
 
+from galfast._dtypes import as_int
 from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES, KG_NAMES
@@ -70,6 +74,11 @@ class ExperimentConfig:
     model_options: tuple[tuple[str, Any], ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
+        for name in _NORMALISED:
+            try:
+                object.__setattr__(self, name, _normalised(name, getattr(self, name)))
+            except ValueError as error:
+                raise ConfigError(name, str(error)) from None
         for name, check in (
             ("attribute", self._check_attribute),
             ("dataset", self._check_dataset),
@@ -256,6 +265,56 @@ class ExperimentConfig:
         out["dataset_options"] = dict(self.dataset_options)
         out["model_options"] = dict(self.model_options)
         return out
+
+
+# Counts taken as NumPy or tensor integers too (stored as ints: the run's record is written as
+# JSON, which takes no numpy.int64).
+_COUNTS = ("epochs", "attacker_epochs", "audit_seeds", "seed", "adv_every", "pretrain_epochs")
+_NORMALISED = (*_COUNTS, "lam", "root", "attacks", "attackers", "dataset_options", "model_options")
+
+
+def _normalised(name: str, value: Any) -> Any:
+    """``value`` of field ``name`` as the config stores it: hashable (the loaded dataset is
+    cached by the options) and JSON-ready (the record). A list or a dict where a tuple is
+    stored would fail in the loader's cache with "unhashable type"; a string of attacks would
+    be read letter by letter; a root of another type fails deep in os.path."""
+    if name in _COUNTS or name == "lam":
+        return _plain_number(value)
+    if name == "root":
+        if value is None:
+            return None
+        path = os.fspath(value) if isinstance(value, (str, os.PathLike)) else None
+        if not isinstance(path, str):
+            raise ValueError(f"root must be a folder path (a str or os.PathLike), got {value!r}")
+        return path
+    if name in ("attacks", "attackers"):
+        if not isinstance(value, (tuple, list)):
+            raise ValueError(f"{name} must be a tuple or list of names, got {value!r}")
+        return tuple(value)
+    # dataset_options, model_options: (key, value) pairs, or a dict of them
+    pairs = tuple(value.items()) if isinstance(value, Mapping) else value
+    if not isinstance(pairs, (tuple, list)) or not all(
+        isinstance(pair, (tuple, list)) and len(pair) == 2 for pair in pairs
+    ):
+        raise ValueError(
+            f"{name} must be (key, value) pairs or a dict, e.g. (('download', False),); "
+            f"got {value!r}"
+        )
+    for key, _ in pairs:
+        if not isinstance(key, str):
+            raise ValueError(f"{name}: option names must be strings, got {key!r}")
+    return tuple((key, _plain_number(option)) for key, option in pairs)
+
+
+def _plain_number(value: Any) -> Any:
+    """A NumPy (or 0-d tensor) integer as an int, a NumPy float as a float; anything else as
+    it is, for the checks to judge (bools stay bools and are refused as counts)."""
+    number = as_int(value)
+    if number is not None:
+        return number
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, float)):
+        return float(value)
+    return value
 
 
 def _check_option_types(dataset: str, options: tuple[tuple[str, Any], ...]) -> None:

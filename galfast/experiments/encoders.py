@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from galfast.graph import Graph
 from galfast.models import EmbeddingEncoder
+from galfast.models._checks import size
 from galfast.nn import ChebConv, GATConv, GCNConv, GINConv, SAGEConv, layer_graphs
 
 __all__ = ["ENCODERS", "GNNStack", "make_conv", "make_encoder"]
@@ -22,6 +23,9 @@ MOLECULE_ENCODERS = ("mpnn",)
 def make_conv(kind: str, in_dim: int, out_dim: int) -> nn.Module:
     """One message-passing layer ``conv(h, graph)``: ChebNet uses K = 2 as in the paper, GAT one
     head, GIN a two-layer MLP."""
+    # As ints (NumPy's too, which the layers refuse); GIN's nn.Linear would take True, fail
+    # deep in torch on -1 or 2.5, and build an empty layer for 0.
+    in_dim, out_dim = size("in_dim", in_dim), size("out_dim", out_dim)
     if kind == "gcn":
         return GCNConv(in_dim, out_dim)
     if kind == "gat":
@@ -72,6 +76,10 @@ def make_encoder(
     """``widths`` layer sizes (Planetoid: 128, 64; MovieLens: 20). With ``num_features > 0``
     the layers read the node features; with 0 (MovieLens, structure-only PubMed) they read a
     learned ``embedding_dim``-wide embedding per node, BatchNorm-ed as in the paper."""
+    if not isinstance(widths, Sequence) or isinstance(widths, str):
+        raise ValueError(f"widths must be a sequence of layer sizes, got {widths!r}")
+    # -1 would be read as "no features" and build a learned-embedding encoder instead.
+    num_features = size("num_features", num_features, 0)
     if num_features > 0:
         dims = [num_features, *widths]
         return GNNStack([make_conv(kind, a, b) for a, b in zip(dims, dims[1:])])

@@ -83,3 +83,10 @@ def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> None:
             f"the ConvE decoder needs dim = k_w * k_h, got dim={merged['dim']}, "
             f"k_w={merged['k_w']}, k_h={merged['k_h']}"
         )
+    # ConvE batch-normalises each batch of queries: torch refuses one query in training mode
+    # ("Expected more than 1 value per channel"), at the first step of the run.
+    if merged["decoder"] == "conve" and merged["batch_size"] == 1:
+        raise ValueError(
+            "model option batch_size=1: the ConvE decoder's batch norm needs at least 2 "
+            "queries a batch; use a larger batch_size or decoder=distmult"
+        )

@@ -17,8 +17,9 @@ from typing import Any, Optional
 
 from torch import Tensor
 
+from galfast._dtypes import all_finite
 from galfast.datasets import KnowledgeGraphDataset
-from galfast.experiments.config import ExperimentConfig
+from galfast.experiments.config import ConfigError, ExperimentConfig
 from galfast.experiments.kg_options import kg_model_options
 from galfast.experiments.setup import Setup, attacker_for
 from galfast.gal import SensitiveAttribute
@@ -112,6 +113,10 @@ def train(
     )
     z = trainer.embed()
     model.eval()
+    if not all(all_finite(p) for p in model.parameters()):
+        # Diverged (a huge lr): the ranking would refuse the NaN scores with a ValueError;
+        # NaN metrics let the runner report TrainingDiverged, as for the other setups.
+        return z, {"mrr": float("nan"), "mr": float("nan")}
     known = kg_queries(dataset.all_triples, dataset.num_entities, dataset.num_relations)
     ranking = evaluate_link_prediction(
         model.scorer(), dataset.test.to(z.device), known.to(z.device)
@@ -120,6 +125,25 @@ def train(
     task = {"mrr": metrics.mrr, "mr": metrics.mr}
     task.update({f"hits@{k}": value for k, value in metrics.hits.items()})
     return z, task
+
+
+def _check_last_batch(cfg: ExperimentConfig, dataset: KnowledgeGraphDataset) -> None:
+    """ConvE batch-normalises each batch of queries: a last batch of one query (the queries
+    one more than a multiple of batch_size) would stop the run at the end of its first epoch
+    with torch's "Expected more than 1 value per channel"."""
+    options = kg_model_options(cfg.model_options)
+    if options["decoder"] != "conve":
+        return
+    count = kg_queries(dataset.train, dataset.num_entities, dataset.num_relations).num_queries
+    size, batches = options["batch_size"], -(-count // options["batch_size"])
+    trained = options["max_batches"] is None or options["max_batches"] >= batches
+    if count % size == 1 and trained:
+        raise ConfigError(
+            "model_options",
+            f"batch_size={size} leaves a last batch of one query ({dataset.name} has {count} "
+            "training queries), which the ConvE decoder's batch norm cannot train on; use "
+            "another batch_size",
+        )
 
 
 KNOWLEDGE_GRAPH = Setup(
@@ -131,4 +155,5 @@ KNOWLEDGE_GRAPH = Setup(
     task_metric="mrr",
     train=train,
     pretrain_epochs=35,
+    check_config=_check_last_batch,
 )

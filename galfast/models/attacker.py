@@ -6,6 +6,10 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
+from galfast.models._checks import finite, rate
+from galfast.models._checks import size as layer_size
+from galfast.nn._layer_checks import check_features
+
 __all__ = ["AttackerMLP"]
 
 
@@ -44,10 +48,14 @@ class AttackerMLP(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        if in_dim < 1 or out_dim < 1 or any(h < 1 for h in hidden):
-            raise ValueError("layer sizes must be >= 1")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        in_dim, out_dim = layer_size("in_dim", in_dim), layer_size("out_dim", out_dim)
+        # A string would be read as its characters, an int is not iterable.
+        if not isinstance(hidden, Sequence) or isinstance(hidden, str):
+            raise ValueError(f"hidden must be a sequence of layer sizes, got {hidden!r}")
+        hidden = [layer_size("hidden", h) for h in hidden]
+        dropout = rate("dropout", dropout)
+        # nn.LeakyReLU takes any value: NaN gave NaN outputs, a string failed at the forward.
+        negative_slope = finite("negative_slope", negative_slope)
         layers: list[nn.Module] = []
         width = in_dim
         for size in hidden:
@@ -59,4 +67,7 @@ class AttackerMLP(nn.Module):
         self.net = nn.Sequential(*layers)
 
     def forward(self, z: Tensor) -> Tensor:
+        # Named here: torch's "mat1 and mat2 shapes cannot be multiplied" names neither.
+        first = self.net[0]
+        check_features(z, first.in_features, first.weight, "z")
         return self.net(z)

@@ -8,7 +8,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast._dtypes import as_int
 from galfast.graph import Graph
+from galfast.models._checks import rate
 from galfast.nn import CompGCNConv, CompGCNGraphs, compgcn_graphs
 
 __all__ = ["CompGCNEncoder"]
@@ -65,6 +67,7 @@ class CompGCNEncoder(nn.Module):
         hidden_dropout: float = 0.3,
     ) -> None:
         super().__init__()
+        sizes = {}
         for name, value, minimum in (
             ("num_entities", num_entities, 1),
             ("num_relations", num_relations, 1),
@@ -73,11 +76,20 @@ class CompGCNEncoder(nn.Module):
             ("hidden_dim", hidden_dim, 1),
             ("num_bases", num_bases, 0),
         ):
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            # NumPy integers too (torch refuses them as sizes): taken as ints.
+            sizes[name] = as_int(value)
+            if sizes[name] is None or sizes[name] < minimum:
                 raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-        # 1.0 and True equal 1 but are no layer count.
-        if isinstance(layers, bool) or not isinstance(layers, int) or layers not in (1, 2):
+        num_entities, num_relations = sizes["num_entities"], sizes["num_relations"]
+        dim, init_dim = sizes["dim"], sizes["init_dim"]
+        hidden_dim, num_bases = sizes["hidden_dim"], sizes["num_bases"]
+        # 1.0 and True equal 1 but are no layer count (as_int refuses both).
+        if as_int(layers) not in (1, 2):
             raise ValueError(f"layers must be 1 or 2, got {layers!r}")
+        layers = as_int(layers)
+        # NaN passes nn.Dropout's check and fails at the first forward.
+        conv_dropout = rate("conv_dropout", conv_dropout)
+        hidden_dropout = rate("hidden_dropout", hidden_dropout)
         _check_triples(triples, num_entities, num_relations)
         self.num_entities, self.num_relations = num_entities, num_relations
         self.register_buffer("edge_index", triples[:, [0, 2]].t().contiguous(), persistent=False)
@@ -145,6 +157,10 @@ class CompGCNEncoder(nn.Module):
         return x, rel
 
     def forward(self, ids: Optional[Tensor] = None, graph: Optional[Graph] = None) -> Tensor:
+        if ids is not None and not isinstance(ids, Tensor):
+            raise ValueError(f"ids must be a tensor of the entity ids, got {type(ids).__name__}")
+        if graph is not None and not isinstance(getattr(graph, "num_nodes", None), int):
+            raise ValueError(f"graph must be a Graph (or None), got {type(graph).__name__}")
         if ids is not None and (ids.dim() != 1 or ids.numel() != self.num_entities):
             raise ValueError(
                 f"ids must be the {self.num_entities} entity ids (fit(..., x=None)); the "

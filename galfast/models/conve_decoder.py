@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast.models._checks import rate, size
 from galfast.models.kg_decoder_inputs import check_query_embeddings
-from galfast.nn._layer_checks import check_count
 
 __all__ = ["ConvEDecoder"]
 
@@ -63,15 +63,15 @@ class ConvEDecoder(nn.Module):
         conv_bias: bool = False,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("num_entities", num_entities),
-            ("dim", dim),
-            ("k_w", k_w),
-            ("k_h", k_h),
-            ("num_filters", num_filters),
-            ("kernel_size", kernel_size),
-        ):
-            check_count(name, value, 1)
+        num_entities, dim = size("num_entities", num_entities), size("dim", dim)
+        k_w, k_h = size("k_w", k_w), size("k_h", k_h)
+        num_filters, kernel_size = (
+            size("num_filters", num_filters),
+            size("kernel_size", kernel_size),
+        )
+        # NaN passes nn.Dropout's check and fails at the first forward.
+        feature_dropout = rate("feature_dropout", feature_dropout)
+        hidden_dropout = rate("hidden_dropout", hidden_dropout)
         if dim != k_w * k_h:
             raise ValueError(f"dim must equal k_w * k_h, got dim={dim}, k_w={k_w}, k_h={k_h}")
         if kernel_size > min(2 * k_w, k_h):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from galfast.models._checks import size
 from galfast.models.kg_decoder_inputs import check_query_embeddings
-from galfast.nn._layer_checks import check_count
 
 __all__ = ["DistMultDecoder"]
 
@@ -36,8 +36,7 @@ class DistMultDecoder(nn.Module):
 
     def __init__(self, num_entities: int, dim: int, bias: bool = True) -> None:
         super().__init__()
-        check_count("num_entities", num_entities, 1)
-        check_count("dim", dim, 1)
+        num_entities, dim = size("num_entities", num_entities), size("dim", dim)
         self.num_entities, self.dim = num_entities, dim
         self.bias = nn.Parameter(torch.zeros(num_entities)) if bias else None
 

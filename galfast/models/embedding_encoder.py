@@ -9,8 +9,8 @@ import torch
 from torch import Tensor, nn
 
 from galfast.graph import Graph
+from galfast.models._checks import real, size
 from galfast.nn import BatchNorm, is_blocks, layer_graphs
-from galfast.nn._layer_checks import check_count
 
 __all__ = ["EmbeddingEncoder"]
 
@@ -62,10 +62,13 @@ class EmbeddingEncoder(nn.Module):
         max_norm: Optional[float] = None,
     ) -> None:
         super().__init__()
-        check_count("num_nodes", num_nodes, 1)
-        check_count("dim", dim, 1)
-        if max_norm is not None and not max_norm > 0:
-            raise ValueError(f"max_norm must be > 0, got {max_norm}")
+        num_nodes, dim = size("num_nodes", num_nodes), size("dim", dim)
+        # A string failed the comparison with a TypeError; True passed as 1.
+        if max_norm is not None and not (real(max_norm) and max_norm > 0):
+            raise ValueError(f"max_norm must be > 0, a number, got {max_norm!r}")
+        # A name ("relu") would fail only at the first forward, as "'str' is not callable".
+        if activation is not None and not callable(activation):
+            raise ValueError(f"activation must be a module or callable, got {activation!r}")
         self.max_norm = max_norm
         self.embedding = nn.Embedding(num_nodes, dim)
         self.norm = BatchNorm(dim) if batch_norm else nn.Identity()
@@ -75,6 +78,8 @@ class EmbeddingEncoder(nn.Module):
     def forward(self, ids: Tensor, graph: Graph) -> Tensor:
         if not isinstance(ids, Tensor):
             raise TypeError(f"ids must be a tensor of node ids, got {type(ids).__name__}")
+        if ids.dim() != 1:  # [1, B] ids failed in BatchNorm on a [1, B, D] tensor
+            raise ValueError(f"ids must be a 1-D tensor of node ids, got shape {list(ids.shape)}")
         sampled = is_blocks(graph)
         if self.convs and not sampled and ids.numel() != graph.num_nodes:
             raise ValueError(

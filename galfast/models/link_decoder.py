@@ -19,4 +19,10 @@ class DotProductLinkDecoder(nn.Module):
     """
 
     def forward(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
+        # Broadcasting would score every pair of a [B, 1, D] and a [B, D] ([B, B]), silently.
+        if z_src.shape != z_dst.shape:
+            raise ValueError(
+                f"z_src and z_dst must have the same shape [B, D], got {list(z_src.shape)} "
+                f"and {list(z_dst.shape)}"
+            )
         return (z_src * z_dst).sum(dim=-1)

@@ -8,7 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from galfast._dtypes import as_int
 from galfast.graph import Graph
+from galfast.models._checks import size
 from galfast.nn import NNConv, Set2Set
 from galfast.nn._graph_input import graph_and_order
 
@@ -70,17 +72,16 @@ class MPNN(torch.nn.Module):
         aggr: str = "mean",
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("in_channels", in_channels),
-            ("edge_channels", edge_channels),
-            ("dim", dim),
-            ("out_channels", out_channels),
-            ("edge_hidden", edge_hidden),
-        ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if not isinstance(message_steps, int) or message_steps < 0:
-            raise ValueError(f"message_steps must be an int >= 0, got {message_steps!r}")
+        in_channels, edge_channels = (
+            size("in_channels", in_channels),
+            size("edge_channels", edge_channels),
+        )
+        dim, out_channels = size("dim", dim), size("out_channels", out_channels)
+        edge_hidden = size("edge_hidden", edge_hidden)
+        message_steps = size("message_steps", message_steps, 0)  # True is no step count
+        # Set2Set checks it as an int: a NumPy integer would be refused there.
+        number = as_int(processing_steps)
+        processing_steps = processing_steps if number is None else number
         self.message_steps = message_steps
         self.lin0 = torch.nn.Linear(in_channels, dim)
         edge_nn = torch.nn.Sequential(

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import numbers
-
 import torch.nn.functional as F
 from torch import Tensor
+
+from galfast.models._checks import rate
 
 __all__ = ["check_label_smoothing", "one_to_n_loss", "smooth_labels"]
 
@@ -55,6 +55,4 @@ def check_label_smoothing(label_smoothing: float) -> None:
     """Raises ValueError unless `label_smoothing` is a real number in [0, 1)."""
     # A comparison alone would pass None by (0 skips smoothing) and fail on a string with a
     # TypeError; NaN fails it, as it should.
-    real = isinstance(label_smoothing, numbers.Real) and not isinstance(label_smoothing, bool)
-    if not real or not 0.0 <= label_smoothing < 1.0:
-        raise ValueError(f"label_smoothing must lie in [0, 1), got {label_smoothing!r}")
+    rate("label_smoothing", label_smoothing)

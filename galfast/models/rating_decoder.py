@@ -9,6 +9,8 @@ import torch
 from torch import Tensor, nn
 
 from galfast import ops
+from galfast._dtypes import all_finite
+from galfast.models._checks import size
 from galfast.models.bilinear_forms import bilinear_forms
 
 __all__ = ["BilinearRatingDecoder"]
@@ -51,10 +53,15 @@ class BilinearRatingDecoder(nn.Module):
         levels: Optional[Sequence[float]] = None,
     ) -> None:
         super().__init__()
-        if dim < 1 or num_levels < 2 or num_bases < 1:
-            raise ValueError("need dim >= 1, num_levels >= 2 and num_bases >= 1")
+        dim, num_levels = size("dim", dim), size("num_levels", num_levels, 2)
+        num_bases = size("num_bases", num_bases)
         levels = range(1, num_levels + 1) if levels is None else levels
         level_values = torch.as_tensor(list(levels), dtype=torch.get_default_dtype())
+        # A NaN level made every expected rating NaN; nested lists gave a [R, 1] buffer.
+        if level_values.dim() != 1:
+            raise ValueError(f"levels must be a flat sequence of numbers, got {list(levels)}")
+        if not all_finite(level_values):
+            raise ValueError(f"levels must be finite, got {level_values.tolist()}")
         if level_values.numel() != num_levels:
             raise ValueError(f"levels has {level_values.numel()} values for {num_levels} levels")
         self.bases = nn.Parameter(torch.empty(num_bases, dim, dim))
@@ -68,6 +75,13 @@ class BilinearRatingDecoder(nn.Module):
         nn.init.xavier_uniform_(self.coefficients)
 
     def forward(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
+        dtype = self.bases.dtype
+        autocast = torch.is_autocast_enabled(self.bases.device.type)  # casts the inputs itself
+        if not autocast and (z_src.dtype != dtype or z_dst.dtype != dtype):
+            raise ValueError(
+                f"z_src and z_dst must be {dtype} (the decoder's parameters), got "
+                f"{z_src.dtype} and {z_dst.dtype}; cast the inputs or the decoder"
+            )
         per_basis = bilinear_forms(z_src, self.bases, z_dst)
         return per_basis @ self.coefficients.t()
 
@@ -83,4 +97,8 @@ class BilinearRatingDecoder(nn.Module):
 
     def expected_rating(self, logits: Tensor) -> Tensor:
         """``[B, R]`` logits -> ``[B]`` expected rating under the softmax over levels."""
+        levels = self.levels.numel()
+        if not isinstance(logits, Tensor) or logits.dim() == 0 or logits.size(-1) != levels:
+            got = list(logits.shape) if isinstance(logits, Tensor) else type(logits).__name__
+            raise ValueError(f"logits must be [B, {levels}] (one per rating level), got {got}")
         return torch.softmax(logits, dim=-1) @ self.levels.to(logits.dtype)
