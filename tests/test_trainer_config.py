@@ -2,6 +2,7 @@
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 from gal_fixtures import MeanEncoder, planted_graph
@@ -56,6 +57,16 @@ def test_an_adversary_learning_rate_past_the_floats_is_refused(data):
     with pytest.raises(ValueError, match=r"lr \* lam"):
         GALTrainer(*_modules(data), task_loss=classification_loss, lr=10.0, lam=1e308)
     assert GALConfig(lr=0.01, lam=1e308).lam == 1e308
+
+
+def test_numpy_numbers_are_taken_and_stored_as_python_numbers():
+    # np.float32 lam or np.int64 adv_every (a sweep's grid) were refused as "not a number"
+    config = GALConfig(
+        lam=np.float32(0.5), lr=np.float64(0.01), adv_every=np.int64(2), pretrain_epochs=np.int8(1)
+    )
+    assert config.lam == 0.5 and type(config.lam) is float and type(config.lr) is float
+    assert (config.adv_every, config.pretrain_epochs) == (2, 1)
+    assert type(config.adv_every) is int and type(config.pretrain_epochs) is int
 
 
 def test_instead_schedule_needs_two_batches_per_adversary_step():

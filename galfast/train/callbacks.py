@@ -91,8 +91,7 @@ class EvaluateEvery(Callback):
     def __init__(self, evaluate: Callable[[GALTrainer], Mapping[str, float]], every: int = 1):
         if not callable(evaluate):
             raise ValueError(f"evaluate must be a callable, got {type(evaluate).__name__}")
-        check_number("every", every, minimum=1, integer=True)
-        self.evaluate, self.every = evaluate, every
+        self.evaluate, self.every = evaluate, check_number("every", every, minimum=1, integer=True)
 
     def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
         if logs["epoch"] % self.every == 0:
@@ -122,8 +121,8 @@ class EarlyStopping(Callback):
             raise ValueError(f"monitor must be a metric name (str), got {monitor!r}")
         if mode not in ("min", "max"):
             raise ValueError(f"mode must be 'min' or 'max', got {mode!r}")
-        check_number("patience", patience, minimum=1, integer=True)
-        check_number("min_delta", min_delta, minimum=0)
+        patience = check_number("patience", patience, minimum=1, integer=True)
+        min_delta = check_number("min_delta", min_delta, minimum=0)
         self.monitor, self.mode, self.patience, self.min_delta = monitor, mode, patience, min_delta
         self.best, self.wait = math.inf, 0
 
@@ -155,7 +154,7 @@ class CheckpointEvery(Callback):
     def __init__(self, path: Union[str, os.PathLike], every: int = 1) -> None:
         if not isinstance(path, (str, os.PathLike)):
             raise ValueError(f"path must be a str or os.PathLike, got {type(path).__name__}")
-        check_number("every", every, minimum=1, integer=True)
+        every = check_number("every", every, minimum=1, integer=True)
         self.path, self.every = os.fspath(path), every
         self._path_at(every)  # a malformed format fails here, not after the first epoch
 

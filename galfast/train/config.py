@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+from galfast._dtypes import as_int
 from galfast.gal.adversary_losses import DISTANCES
 from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, check_walkable, parse_pairing
 from galfast.gal.seeding import check_seed
@@ -22,17 +24,22 @@ ADV_UPDATES = ("separate", "joint")
 
 def check_number(
     name: str, value: Any, *, minimum: float, strict: bool = False, integer: bool = False
-) -> None:
-    """Raises ValueError unless ``value`` is a finite number (an int if ``integer``) at least
-    ``minimum`` (above it if ``strict``); bools are not numbers here."""
-    kind = int if integer else (int, float)
-    ok = isinstance(value, kind) and not isinstance(value, bool)
-    ok = ok and math.isfinite(value) and (value > minimum if strict else value >= minimum)
-    if not ok:
+) -> Union[int, float]:
+    """``value`` as a Python int (``integer``) or float; ValueError unless it is a finite number
+    (NumPy's too; an integer of any type if ``integer``) at least ``minimum`` (above it if
+    ``strict``); bools are not numbers here."""
+    if integer:
+        number = as_int(value)
+    else:
+        real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+        number = float(value) if real else None
+    ok = number is not None and math.isfinite(number)
+    if not (ok and (number > minimum if strict else number >= minimum)):
         what = "an int" if integer else "a finite number"
         raise ValueError(
             f"{name} must be {what} {'>' if strict else '>='} {minimum}, got {value!r}"
         )
+    return number
 
 
 @dataclass(frozen=True)
@@ -61,8 +68,11 @@ class GALConfig:
     def __post_init__(self) -> None:
         if self.distance not in DISTANCES:
             raise ValueError(f"distance must be one of {DISTANCES}, got {self.distance!r}")
-        check_number("lam", self.lam, minimum=0)
-        check_number("adv_every", self.adv_every, minimum=1, integer=True)
+        # Stored as Python numbers (NumPy's are taken): checkpoints compare and record them.
+        object.__setattr__(self, "lam", check_number("lam", self.lam, minimum=0))
+        object.__setattr__(
+            self, "adv_every", check_number("adv_every", self.adv_every, minimum=1, integer=True)
+        )
         if self.adv_schedule not in SCHEDULES:
             raise ValueError(f"adv_schedule must be one of {SCHEDULES}, got {self.adv_schedule!r}")
         if self.adv_schedule == "instead" and self.adv_every < 2:
@@ -71,7 +81,8 @@ class GALConfig:
                 "would be left for the task)"
             )
         if self.adv_batch_size is not None:
-            check_number("adv_batch_size", self.adv_batch_size, minimum=1, integer=True)
+            size = check_number("adv_batch_size", self.adv_batch_size, minimum=1, integer=True)
+            object.__setattr__(self, "adv_batch_size", size)
         if self.adv_update not in ADV_UPDATES:
             raise ValueError(f"adv_update must be one of {ADV_UPDATES}, got {self.adv_update!r}")
         if self.adv_update == "joint" and self.adv_schedule == "instead":
@@ -79,9 +90,10 @@ class GALConfig:
                 "adv_update='joint' adds the adversary's gradient to the task step, which "
                 "adv_schedule='instead' skips: use adv_schedule='after'"
             )
-        check_number("pretrain_epochs", self.pretrain_epochs, minimum=0, integer=True)
-        check_number("lr", self.lr, minimum=0, strict=True)
-        check_number("clip", self.clip, minimum=0, strict=True)
+        pretrain = check_number("pretrain_epochs", self.pretrain_epochs, minimum=0, integer=True)
+        object.__setattr__(self, "pretrain_epochs", pretrain)
+        object.__setattr__(self, "lr", check_number("lr", self.lr, minimum=0, strict=True))
+        object.__setattr__(self, "clip", check_number("clip", self.clip, minimum=0, strict=True))
         if not math.isfinite(self.lr * self.lam):
             raise ValueError(
                 f"lr * lam, the adversary's learning rate, must be finite, got lr={self.lr!r} "
@@ -93,7 +105,6 @@ class GALConfig:
         # Frozen to its users; normalising here is the one write.
         object.__setattr__(self, "pairing", parse_pairing(self.pairing))
         check_walkable(self.pairing, self.walk_mode)
-        object.__setattr__(self, "lam", float(self.lam))
         object.__setattr__(self, "seed", check_seed("seed", self.seed))
 
     @classmethod

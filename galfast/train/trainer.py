@@ -431,7 +431,7 @@ class GALTrainer(SampledSteps):
         Raises:
             LossDiverged: an epoch's task or adversary loss was NaN or infinite.
         """
-        check_number("epochs", epochs, minimum=0, integer=True)
+        epochs = check_number("epochs", epochs, minimum=0, integer=True)
         self._check_process_group()
         if graph is not None and not isinstance(graph, Graph):
             raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
@@ -810,7 +810,7 @@ class GALTrainer(SampledSteps):
                     f" {fitted[1]}), got {given}"
                 )
         if chunk_size is not None:
-            check_number("chunk_size", chunk_size, minimum=1, integer=True)
+            chunk_size = check_number("chunk_size", chunk_size, minimum=1, integer=True)
         elif self.sampler is not None and supports_layerwise(self.encoder):
             chunk_size = self.sampler.embed_chunk_size
         was_training = self.encoder.training
