@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections import defaultdict
 
+import numpy as np
 import pytest
 import torch
 
 from galfast.models import kg_queries, with_inverses
+from galfast.models.kg_queries import KGQueries
 
 N, R = 7, 3
 
@@ -76,3 +78,41 @@ def test_empty_and_bad_triples():
         kg_queries(torch.tensor([[0.0, 0.0, 1.0]]), N, R)
     with pytest.raises(ValueError, match="overflow int64"):
         kg_queries(torch.tensor([[0, 0, 1]]), 2**31, 2**3)
+
+
+def _hand_built(**changes):
+    built = kg_queries(torch.tensor([[0, 0, 1], [0, 0, 2]]), num_entities=3, num_relations=1)
+    fields = dict(
+        queries=built.queries,
+        offsets=built.offsets,
+        answers=built.answers,
+        num_entities=3,
+        num_relations=1,
+    )
+    return KGQueries(**{**fields, **changes})
+
+
+@pytest.mark.parametrize(
+    ("changes", "match"),
+    [
+        # was an IndexError in targets()
+        ({"answers": torch.tensor([1, 2, 0, 7])}, "answer holds an id outside"),
+        # find() searched them as if sorted and missed them
+        ({"queries": torch.tensor([[1, 1], [0, 0], [2, 1]])}, "distinct and sorted"),
+        ({"queries": torch.tensor([[0, 0], [1, 5], [2, 1]])}, "relation holds an id outside"),
+        ({"offsets": torch.tensor([0, 2, 1, 4])}, "offsets must rise from 0"),
+        ({"offsets": torch.tensor([0, 2, 3, 5])}, "offsets must rise from 0 to the 4 answers"),
+        ({"offsets": torch.tensor([0, 2, 4])}, r"offsets \[Q \+ 1\]"),
+        ({"answers": torch.tensor([1.0, 2.0, 0.0, 0.0])}, "answers must be a 1-D int64"),
+        ({"num_entities": 2.5}, "num_entities and num_relations must be ints"),
+    ],
+)
+def test_hand_built_queries_are_checked(changes, match):
+    with pytest.raises(ValueError, match=match):
+        _hand_built(**changes)
+
+
+def test_hand_built_queries_equal_to_the_built_ones_work():
+    queries = _hand_built(num_entities=np.int64(3))
+    assert queries.num_entities == 3 and type(queries.num_entities) is int
+    assert queries.targets(torch.tensor([0, 2])).tolist() == [[0, 1, 1], [1, 0, 0]]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from galfast._dtypes import holds_integers
+from galfast._dtypes import as_int, holds_integers
 
 __all__ = ["KGQueries", "check_triples", "kg_queries", "with_inverses"]
 
@@ -60,6 +60,38 @@ class KGQueries:
     answers: Tensor
     num_entities: int
     num_relations: int
+
+    def __post_init__(self) -> None:
+        # Built by hand, an answer past num_entities failed in targets() with an IndexError,
+        # and unsorted queries were silently missed by find(). Values are read on the CPU only
+        # (to() builds one on the device).
+        n, r = as_int(self.num_entities), as_int(self.num_relations)
+        if n is None or n < 1 or r is None or r < 1:
+            raise ValueError(
+                f"num_entities and num_relations must be ints >= 1, got {self.num_entities!r} "
+                f"and {self.num_relations!r}"
+            )
+        object.__setattr__(self, "num_entities", n)
+        object.__setattr__(self, "num_relations", r)
+        shapes = {"queries": 2, "offsets": 1, "answers": 1}
+        for name, dims in shapes.items():
+            value = getattr(self, name)
+            if not isinstance(value, Tensor) or value.dtype != torch.int64 or value.dim() != dims:
+                raise ValueError(f"{name} must be a {dims}-D int64 tensor, got {_described(value)}")
+        queries, offsets, answers = self.queries, self.offsets, self.answers
+        if queries.size(1) != 2 or offsets.numel() != queries.size(0) + 1:
+            raise ValueError(
+                f"queries must be [Q, 2] with offsets [Q + 1], got {list(queries.shape)} and "
+                f"{list(offsets.shape)}"
+            )
+        if offsets.device.type != "cpu":
+            return
+        if int(offsets[0]) != 0 or int(offsets[-1]) != answers.numel() or _falls(offsets):
+            raise ValueError(f"offsets must rise from 0 to the {answers.numel()} answers")
+        self._check_ids(answer=answers)
+        self._check_ids(entity=queries[:, 0], relation=queries[:, 1])
+        if _falls(self._keys(queries[:, 0], queries[:, 1]), strictly=True):
+            raise ValueError("queries must be distinct and sorted by (entity, relation)")
 
     @property
     def num_queries(self) -> int:
@@ -144,6 +176,18 @@ class KGQueries:
             self.num_entities,
             self.num_relations,
         )
+
+
+def _described(value: object) -> str:
+    if isinstance(value, Tensor):
+        return f"{value.dtype} of shape {list(value.shape)}"
+    return type(value).__name__
+
+
+def _falls(values: Tensor, strictly: bool = False) -> bool:
+    """Whether ``values`` ever falls (or, ``strictly``, fails to rise)."""
+    steps = values.diff()
+    return bool((steps <= 0).any() if strictly else (steps < 0).any())
 
 
 def kg_queries(triples: Tensor, num_entities: int, num_relations: int) -> KGQueries:
