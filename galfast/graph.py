@@ -216,6 +216,18 @@ def check_op_graph(graph: Any, op: str, *, one_node_set: bool = False) -> None:
         )
 
 
+def check_node_ids(name: str, ids: Any, length: str) -> None:
+    """Raises ValueError unless ``ids`` is a ``[length]`` int64 or int32 tensor (node ids: an
+    op's seeds or starts). Their values are the caller's to check: on a GPU a read would
+    synchronise."""
+    if not isinstance(ids, Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(ids).__name__}")
+    if ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(f"{name} must hold int64 or int32 node ids, got {ids.dtype}")
+    if ids.dim() != 1:
+        raise ValueError(f"{name} must have shape [{length}], got {list(ids.shape)}")
+
+
 def lexsort(keys: Sequence[Tensor], sizes: Sequence[int]) -> Tensor:
     """The stable order that sorts edges by ``keys[0]``, then ``keys[1]``, ... (key ``i`` in
     ``[0, sizes[i])``). One argsort of a packed int64 key where the product of the sizes fits,

@@ -62,6 +62,17 @@ FB_TYPES = [
 FB_ENTITIES = tuple(sorted({e for rows in FB_TRIPLES.values() for h, _, t in rows for e in (h, t)}))
 
 
+# A CompGCN-ConvE model small enough for the 6-entity graphs (ConvE: 4 x 8 images).
+SMALL_MODEL = (
+    ("dim", 32),
+    ("init_dim", 8),
+    ("k_w", 4),
+    ("k_h", 8),
+    ("kernel_size", 3),
+    ("num_filters", 4),
+)
+
+
 def _write_triples(folder: Path, triples: dict) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for split, rows in triples.items():

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from kg_fixtures import pin_folder, write_wn18rr
+from kg_fixtures import SMALL_MODEL, pin_folder, write_wn18rr
 
 from galfast.experiments import (
     ConfigError,
@@ -33,15 +33,6 @@ TINY = dict(
     attacks=("node",),
     attackers=("linear",),
     dataset_options=GRAPH,
-)
-# A model small enough for the 6-entity graph (ConvE: 8 x 8 images).
-KG_SMALL = (
-    ("dim", 32),
-    ("init_dim", 8),
-    ("k_w", 4),
-    ("k_h", 8),
-    ("kernel_size", 3),
-    ("num_filters", 4),
 )
 
 
@@ -67,7 +58,7 @@ def kg(root: str, **options) -> ExperimentConfig:
         attacks=("node",),
         attackers=("linear",),
         dataset_options=(("download", False),),
-        model_options=tuple({**dict(KG_SMALL), **options}.items()),
+        model_options=tuple({**dict(SMALL_MODEL), **options}.items()),
     )
 
 
@@ -116,8 +107,8 @@ def test_options_given_as_a_dict_or_a_list_are_stored_as_pairs_and_load():
 
 
 def test_model_options_given_as_a_dict_are_stored_as_pairs():
-    cfg = ExperimentConfig(dataset="wn18rr", encoder="compgcn", model_options=dict(KG_SMALL))
-    assert cfg.model_options == KG_SMALL
+    cfg = ExperimentConfig(dataset="wn18rr", encoder="compgcn", model_options=dict(SMALL_MODEL))
+    assert cfg.model_options == SMALL_MODEL
 
 
 @pytest.mark.parametrize("name", ["dataset_options", "model_options"])
@@ -181,7 +172,7 @@ def test_a_run_with_a_numpy_seed_records_plain_json():
 def test_a_conve_batch_of_one_query_is_refused_up_front():
     with pytest.raises(ConfigError, match="batch_size=1") as info:
         ExperimentConfig(
-            dataset="wn18rr", encoder="compgcn", model_options=(*KG_SMALL, ("batch_size", 1))
+            dataset="wn18rr", encoder="compgcn", model_options=(*SMALL_MODEL, ("batch_size", 1))
         )
     assert info.value.field == "model_options"
     # DistMult has no batch norm: one query a batch trains.

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from kg_fixtures import pin_folder, write_fb15k_237, write_wn18rr
+from kg_fixtures import SMALL_MODEL, pin_folder, write_fb15k_237, write_wn18rr
 
 from galfast.cli import main
 from galfast.experiments import ConfigError, ExperimentConfig, run_experiment
@@ -16,16 +16,7 @@ from galfast.experiments.runner import SETUPS, prepare
 
 pytest.importorskip("matplotlib")
 
-# A model small enough for the 6-entity graphs (ConvE: 4 x 8 images).
-SMALL = (
-    ("dim", 32),
-    ("init_dim", 8),
-    ("k_w", 4),
-    ("k_h", 8),
-    ("kernel_size", 3),
-    ("num_filters", 4),
-)
-SMALL_ARGS = [arg for key, value in SMALL for arg in ("--model-option", f"{key}={value}")]
+SMALL_ARGS = [arg for key, value in SMALL_MODEL for arg in ("--model-option", f"{key}={value}")]
 
 
 @pytest.fixture
@@ -44,7 +35,7 @@ def _config(root, dataset="wn18rr", **fields) -> ExperimentConfig:
         pretrain_epochs=1,
         attacker_epochs=2,
         attacks=("node",),
-        model_options=SMALL,
+        model_options=SMALL_MODEL,
         dataset_options=(("top_types", 3),) if dataset == "fb15k-237" else (),
     )
     return ExperimentConfig(**{**base, **fields})
@@ -143,7 +134,7 @@ def test_the_pretrain_epochs_keep_the_adversary_off(root, monkeypatch):
 
 
 def test_distmult_and_a_second_layer_run(root):
-    options = (*SMALL, ("decoder", "distmult"), ("layers", 2), ("composition", "sub"))
+    options = (*SMALL_MODEL, ("decoder", "distmult"), ("layers", 2), ("composition", "sub"))
     record = run_experiment(_config(root, model_options=options), False).record
     assert record["config"]["model_options"]["decoder"] == "distmult"
     assert 0 < record["task"]["mrr"] <= 1
@@ -158,7 +149,7 @@ def test_max_batches_limits_each_epoch(root, monkeypatch):
         return task_step(trainer, *args)
 
     monkeypatch.setattr(kg_setup.GALTrainer, "_task_step", count)
-    options = (*SMALL, ("batch_size", 2), ("max_batches", 1))
+    options = (*SMALL_MODEL, ("batch_size", 2), ("max_batches", 1))
     run_experiment(_config(root, model_options=options, epochs=3), False)
     assert len(steps) == 3  # one batch of each epoch (of 4 without the limit)
 

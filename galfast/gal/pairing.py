@@ -11,7 +11,7 @@ from torch import Tensor
 from galfast import ops
 from galfast._dtypes import as_int
 from galfast.gal.seeding import check_seed
-from galfast.graph import Graph, check_op_graph
+from galfast.graph import Graph, check_node_ids, check_op_graph
 from galfast.ops.sample_nhop import MAX_EXACT_HOPS, MAX_HOPS
 
 __all__ = [
@@ -111,12 +111,7 @@ def _check_nodes(graph: Optional[Graph], nodes: Tensor) -> None:
     range is read on a CPU only: on a GPU it would synchronise every training step."""
     if graph is not None:
         check_op_graph(graph, "pair_nodes")
-    if not isinstance(nodes, Tensor):
-        raise ValueError(f"nodes must be a torch.Tensor, got {type(nodes).__name__}")
-    if nodes.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"nodes must hold int64 or int32 node ids, got {nodes.dtype}")
-    if nodes.dim() != 1:
-        raise ValueError(f"nodes must have shape [num_nodes], got {list(nodes.shape)}")
+    check_node_ids("nodes", nodes, "num_nodes")
     if graph is not None and nodes.numel() and nodes.device.type == "cpu":
         low, high = (int(v) for v in torch.aminmax(nodes))
         if low < 0 or high >= graph.num_nodes:

@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from galfast._native import _C
-from galfast.graph import Graph, check_op_graph
+from galfast.graph import Graph, check_node_ids, check_op_graph
 from galfast.ops._eager import tracing
 from galfast.ops._launch import ptr, run_kernel
 from galfast.ops.block import Block
@@ -134,12 +134,7 @@ def _max_degree(graph: Graph) -> int:
 
 
 def _check_seeds(graph: Graph, seeds) -> None:
-    if not isinstance(seeds, Tensor):
-        raise ValueError(f"seeds must be a torch.Tensor, got {type(seeds).__name__}")
-    if seeds.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"seeds must hold int64 or int32 node ids, got {seeds.dtype}")
-    if seeds.dim() != 1:
-        raise ValueError(f"seeds must have shape [num_seeds], got {list(seeds.shape)}")
+    check_node_ids("seeds", seeds, "num_seeds")
     if seeds.device != graph.device:
         raise ValueError(f"seeds is on {seeds.device} but the graph is on {graph.device}")
     # On the CPU the kernels check the ids and the relabelling finds repeats, in passes they

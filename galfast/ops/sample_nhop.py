@@ -9,7 +9,7 @@ import torch
 from torch import Tensor
 
 from galfast._native import _C
-from galfast.graph import Graph, check_csr, check_op_graph, coalesce
+from galfast.graph import Graph, check_csr, check_node_ids, check_op_graph, coalesce
 from galfast.ops._eager import tracing
 from galfast.ops._huge_pages import empty_on_huge_pages
 from galfast.ops._launch import kernel_op, ptr, run_kernel
@@ -222,12 +222,7 @@ def _check_inputs(
     _check_int("hops", hops, 1, max_hops + 1)
     _check_int("seed", seed, 0, 2**64)
     _check_int("max_retries", max_retries, 0, MAX_RETRIES + 1)
-    if not isinstance(starts, Tensor):
-        raise ValueError(f"starts must be a torch.Tensor, got {type(starts).__name__}")
-    if starts.dtype not in (torch.int64, torch.int32):
-        raise ValueError(f"starts must hold int64 or int32 node ids, got {starts.dtype}")
-    if starts.dim() != 1:
-        raise ValueError(f"starts must have shape [num_walks], got {list(starts.shape)}")
+    check_node_ids("starts", starts, "num_walks")
     device = starts.device
     if device != graph.device:
         raise ValueError(f"starts is on {device} but the graph is on {graph.device}")
