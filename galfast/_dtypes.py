@@ -47,6 +47,10 @@ def as_int(value: object) -> Optional[int]:
     tensor's) other than a bool; else None (floats such as 3.0 too)."""
     if isinstance(value, bool):
         return None
+    if isinstance(value, torch.Tensor) and (
+        value.dim() != 0 or value.dtype == torch.bool or not holds_integers(value)
+    ):
+        return None  # a [1] tensor or a bool one would pass operator.index
     try:
         return operator.index(value)
     except TypeError:

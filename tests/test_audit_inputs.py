@@ -407,3 +407,9 @@ def test_progress_must_be_a_bool(progress):
     # "no" is truthy: it showed the bar
     with pytest.raises(TypeError, match="progress must be True or False"):
         _run(progress=progress)
+
+
+def test_an_all_false_mask_holds_no_node():
+    # was torch's "min(): Expected reduction dim to be specified for input.numel() == 0"
+    with pytest.raises(ValueError, match="test_idx holds no node"):
+        _run(test_idx=torch.zeros(N, dtype=torch.bool))

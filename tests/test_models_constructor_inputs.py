@@ -183,11 +183,19 @@ def test_bilinear_decoder_names_a_wrong_dtype_and_logit_width():
     assert dec(torch.randn(0, 4), torch.randn(0, 4)).shape == (0, 5)
 
 
-@pytest.mark.parametrize("shapes", [((3, 4), (3, 5)), ((3, 1, 4), (3, 4)), ((3, 4), (1, 4))])
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 5)), ((3, 1, 4), (3, 4)), ((3, 4), (2, 4))])
 def test_dot_product_decoder_refuses_pairs_of_another_shape(shapes):
     # [3, 1, 4] with [3, 4] broadcast to a [3, 3] matrix of every pair: silently wrong.
     with pytest.raises(ValueError, match="z_src and z_dst must have the same shape"):
         DotProductLinkDecoder()(torch.randn(*shapes[0]), torch.randn(*shapes[1]))
+
+
+@pytest.mark.parametrize("other", [(4,), (1, 4)])
+def test_dot_product_decoder_scores_one_node_against_many(other):
+    z, one = torch.randn(3, 4), torch.randn(*other)
+    expected = z @ one.reshape(4)
+    torch.testing.assert_close(DotProductLinkDecoder()(z, one), expected)
+    torch.testing.assert_close(DotProductLinkDecoder()(one, z), expected)
 
 
 def test_embedding_encoder_refuses_two_dimensional_ids():

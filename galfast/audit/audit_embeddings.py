@@ -69,12 +69,12 @@ def _as_index(name: str, idx: IndexLike, num_nodes: int) -> Tensor:
         idx = torch.as_tensor(idx)
     except (TypeError, RuntimeError, ValueError, OverflowError) as error:
         raise ValueError(f"{name} must be node ids or a bool mask: {error}") from None
-    if idx.numel() == 0:  # [] reads as float; no split can be empty
-        raise ValueError(f"{name} holds no node")
     if idx.dtype == torch.bool:
         if idx.numel() != num_nodes:
             raise ValueError(f"{name} as a mask must have {num_nodes} entries, got {idx.numel()}")
         idx = idx.nonzero().view(-1)
+    if idx.numel() == 0:  # [] reads as float, an all-False mask selects none; no split is empty
+        raise ValueError(f"{name} holds no node")
     if idx.dtype == torch.uint8:
         # torch indexes with uint8 as a mask: read as ids, a 0/1 mask meant nodes 0 and 1.
         raise ValueError(f"{name} has dtype torch.uint8: pass int64 node ids or a bool mask")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import torch
 from torch import Tensor, nn
 
 __all__ = ["DotProductLinkDecoder"]
@@ -19,10 +22,15 @@ class DotProductLinkDecoder(nn.Module):
     """
 
     def forward(self, z_src: Tensor, z_dst: Tensor) -> Tensor:
-        # Broadcasting would score every pair of a [B, 1, D] and a [B, D] ([B, B]), silently.
-        if z_src.shape != z_dst.shape:
+        # One side may broadcast over the other (one node against many: [N, D] with [D] or
+        # [1, D]), but not both: a [B, 1, D] with a [B, D] scored every pair ([B, B]) silently.
+        try:
+            shape = torch.broadcast_shapes(z_src.shape, z_dst.shape)
+        except RuntimeError:
+            shape = None
+        if shape is None or math.prod(shape) > max(z_src.numel(), z_dst.numel()):
             raise ValueError(
-                f"z_src and z_dst must have the same shape [B, D], got {list(z_src.shape)} "
-                f"and {list(z_dst.shape)}"
+                f"z_src and z_dst must have the same shape [B, D] (or one broadcast over the "
+                f"other), got {list(z_src.shape)} and {list(z_dst.shape)}"
             )
         return (z_src * z_dst).sum(dim=-1)

@@ -25,14 +25,15 @@ ADV_UPDATES = ("separate", "joint")
 def check_number(
     name: str, value: Any, *, minimum: float, strict: bool = False, integer: bool = False
 ) -> Union[int, float]:
-    """``value`` as a Python int (``integer``) or float; ValueError unless it is a finite number
+    """``value`` as a Python int (``integer``) or number; ValueError unless it is a finite number
     (NumPy's too; an integer of any type if ``integer``) at least ``minimum`` (above it if
     ``strict``); bools are not numbers here."""
     if integer:
         number = as_int(value)
     else:
         real = isinstance(value, numbers.Real) and not isinstance(value, bool)
-        number = float(value) if real else None
+        # Python's numbers as given (a config records lr=1 as 1), NumPy's as floats
+        number = (value if type(value) in (int, float) else float(value)) if real else None
     ok = number is not None and math.isfinite(number)
     if not (ok and (number > minimum if strict else number >= minimum)):
         what = "an int" if integer else "a finite number"
@@ -69,7 +70,7 @@ class GALConfig:
         if self.distance not in DISTANCES:
             raise ValueError(f"distance must be one of {DISTANCES}, got {self.distance!r}")
         # Stored as Python numbers (NumPy's are taken): checkpoints compare and record them.
-        object.__setattr__(self, "lam", check_number("lam", self.lam, minimum=0))
+        object.__setattr__(self, "lam", float(check_number("lam", self.lam, minimum=0)))
         object.__setattr__(
             self, "adv_every", check_number("adv_every", self.adv_every, minimum=1, integer=True)
         )
