@@ -4,6 +4,7 @@ ValueError naming the setting; never a traceback, a hang or a silently ignored r
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from cli_errors_helpers import one_error_line, refuse_training
 
@@ -12,7 +13,7 @@ from galfast.cli import main
 from galfast.cli import options as options_module
 from galfast.cli import run as run_module
 from galfast.experiments import ConfigError, ExperimentConfig
-from galfast.experiments.kg_options import check_kg_model_options
+from galfast.experiments.kg_options import check_kg_model_options, kg_model_options
 
 pytest.importorskip("matplotlib")
 
@@ -51,6 +52,16 @@ def test_a_kg_model_option_the_model_cannot_take_is_named(option, message, capsy
 def test_an_infinite_kg_learning_rate_is_a_value_error():
     with pytest.raises(ValueError, match="lr must be a finite positive number"):
         check_kg_model_options((("lr", float("inf")),))
+
+
+def test_numpy_kg_model_options_are_taken_as_plain_numbers():
+    # refused as "must be an int >= 1" / "one of (1, 2)" when called directly before
+    given = (("dim", np.int64(100)), ("layers", np.int32(2)), ("lr", np.float32(0.5)))
+    options = kg_model_options(given + (("k_w", np.int64(10)), ("k_h", 10)))
+    assert (options["dim"], options["layers"], options["lr"]) == (100, 2, 0.5)
+    assert [type(options[k]) for k in ("dim", "layers", "lr")] == [int, int, float]
+    with pytest.raises(ValueError, match="layers must be one of"):
+        check_kg_model_options((("layers", np.float64(2.0)),))
 
 
 @pytest.mark.parametrize("value", ["false", "0", "'no'"])

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from kg_fixtures import (
@@ -108,6 +109,20 @@ def test_sense_cap_sets_the_number_of_sense_classes(wn_folder):
     assert ds.attribute_classes["sense"] == ("sense 1", "sense 2", "sense >= 3")
     with pytest.raises(ValueError, match="sense_cap"):
         wn18rr(root=wn_folder, sense_cap=1)
+    for bad in (2.5, True, "3"):
+        with pytest.raises(ValueError, match="sense_cap must be an int >= 2"):
+            wn18rr(root=wn_folder, sense_cap=bad)
+
+
+def test_numpy_integer_counts_are_taken_as_ints(wn_folder, fb_folder):
+    # e.g. a count computed with NumPy; refused as "not an int" before
+    wn = wn18rr(root=wn_folder, sense_cap=np.int64(3))
+    assert wn.attribute_classes["sense"] == ("sense 1", "sense 2", "sense >= 3")
+    fb = fb15k_237(root=fb_folder, top_types=np.int32(3))
+    assert (
+        fb.attribute_classes["types"]
+        == fb15k_237(root=fb_folder, top_types=3).attribute_classes["types"]
+    )
 
 
 def test_fb15k_237_top_types_multilabel(fb_folder):
@@ -149,8 +164,9 @@ def test_bad_type_options(fb_folder):
         fb15k_237(root=fb_folder, types_known="some")
     with pytest.raises(ValueError, match="fewer than top_types=50"):
         fb15k_237(root=fb_folder)
-    with pytest.raises(ValueError, match="top_types must be a positive int"):
-        fb15k_237(root=fb_folder, top_types=0)
+    for bad in (0, 2.5, True, None):
+        with pytest.raises(ValueError, match="top_types must be a positive int"):
+            fb15k_237(root=fb_folder, top_types=bad)
 
 
 def test_root_may_be_the_parent_folder(wn_folder):

@@ -125,8 +125,9 @@ def test_head_scores_as_the_model_does():
     "kwargs, message",
     [
         (dict(layers=3), "layers must be 1 or 2"),
-        (dict(dim=0), "dim must be an int >= 1"),
-        (dict(num_bases=-1), "num_bases"),
+        (dict(dim=0), "dim must be >= 1, got 0"),
+        (dict(dim=2.5), "dim must be an int, got float"),
+        (dict(num_bases=-1), "num_bases must be >= 0, got -1"),
         (dict(composition="add"), "composition"),
     ],
 )

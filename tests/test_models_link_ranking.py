@@ -4,6 +4,7 @@ reference on random scores."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
@@ -146,3 +147,13 @@ def test_score_function_must_return_all_entities():
         )
     with pytest.raises(ValueError, match="batch_size must be a positive int"):
         evaluate_link_prediction(lambda e, r: e, TRIPLES, kg_queries(TRIPLES, N, R), batch_size=0)
+
+
+def test_a_numpy_batch_size_ranks_as_an_int_does():
+    score = lambda e, r: torch.arange(N, dtype=torch.float).expand(e.numel(), N)  # noqa: E731
+    known = kg_queries(TRIPLES, N, R)
+    got = evaluate_link_prediction(score, TRIPLES, known, batch_size=np.int64(2))
+    plain = evaluate_link_prediction(score, TRIPLES, known, batch_size=2)
+    assert torch.equal(got.tail_ranks, plain.tail_ranks) and got.both == plain.both
+    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+        evaluate_link_prediction(score, TRIPLES, known, batch_size=2.0)

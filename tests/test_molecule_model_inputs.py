@@ -7,6 +7,7 @@ import copy
 import pickle
 from dataclasses import replace
 
+import numpy as np
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -99,6 +100,19 @@ def test_feature_edits_copies_and_pickles_are_fine():
     for other in (copy.copy(ds), copy.deepcopy(ds), pickle.loads(pickle.dumps(ds)), ds.to("cpu")):
         assert other.batch([1, 0]).ids.tolist() == [1, 0]
     assert ds.subset(1).batch([0]).num_graphs == 1
+
+
+def test_subset_takes_numpy_counts_and_checks_its_seed():
+    ds = _dataset()
+    given, plain = ds.subset(np.int64(1), seed=np.int64(3)), ds.subset(1, seed=3)
+    assert torch.equal(given.y, plain.y) and torch.equal(given.x, plain.x)
+    for bad in (1.0, True, 0, 3):
+        with pytest.raises(ValueError, match=r"count must be an int in \[1, 2\]"):
+            ds.subset(bad)
+    # a float seed failed inside torch.Generator.manual_seed with a TypeError
+    for bad in (0.5, -1, "1", None):
+        with pytest.raises(ValueError, match="seed must be an int"):
+            ds.subset(1, seed=bad)
 
 
 # ------------------------------------------------------------------ MPNN

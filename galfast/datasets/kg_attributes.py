@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from galfast._dtypes import as_int
 from galfast.datasets.kg_triples import tab_separated_lines
 
 __all__ = ["POS_TAGS", "TYPES_KNOWN", "entity_types", "pos_and_sense"]
@@ -41,8 +42,10 @@ def pos_and_sense(
     Raises:
         ValueError: a malformed row, an unknown tag, a sense below 1 or an id given twice.
     """
-    if isinstance(sense_cap, bool) or not isinstance(sense_cap, int) or sense_cap < 2:
+    cap = as_int(sense_cap)  # NumPy's ints too
+    if cap is None or cap < 2:
         raise ValueError(f"sense_cap must be an int >= 2, got {sense_cap!r}")
+    sense_cap = cap
     ids, tags, senses = [], [], []
     lines = tab_separated_lines(path)
     header = next(lines, (1, []))[1]
@@ -91,8 +94,10 @@ def entity_types(
     """
     if known not in TYPES_KNOWN:
         raise ValueError(f"types_known must be one of {TYPES_KNOWN}, got {known!r}")
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+    count = as_int(top)
+    if count is None or count < 1:
         raise ValueError(f"top_types must be a positive int, got {top!r}")
+    top = count
     pairs = set()
     for number, fields in tab_separated_lines(path):
         if len(fields) != 2 or not all(fields):

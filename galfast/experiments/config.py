@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import numbers
 import os
 import re
 from collections.abc import Mapping
@@ -12,7 +11,7 @@ from typing import Any, Optional
 
 from torch import Tensor
 
-from galfast._dtypes import as_int
+from galfast._dtypes import plain_number
 from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES, KG_NAMES
@@ -279,7 +278,7 @@ def _normalised(name: str, value: Any) -> Any:
     stored would fail in the loader's cache with "unhashable type"; a string of attacks would
     be read letter by letter; a root of another type fails deep in os.path."""
     if name in _COUNTS or name == "lam":
-        return _plain_number(value)
+        return plain_number(value)
     if name == "root":
         if value is None:
             return None
@@ -303,18 +302,7 @@ def _normalised(name: str, value: Any) -> Any:
     for key, _ in pairs:
         if not isinstance(key, str):
             raise ValueError(f"{name}: option names must be strings, got {key!r}")
-    return tuple((key, _plain_number(option)) for key, option in pairs)
-
-
-def _plain_number(value: Any) -> Any:
-    """A NumPy (or 0-d tensor) integer as an int, a NumPy float as a float; anything else as
-    it is, for the checks to judge (bools stay bools and are refused as counts)."""
-    number = as_int(value)
-    if number is not None:
-        return number
-    if isinstance(value, numbers.Real) and not isinstance(value, (bool, float)):
-        return float(value)
-    return value
+    return tuple((key, plain_number(option)) for key, option in pairs)
 
 
 def _check_option_types(dataset: str, options: tuple[tuple[str, Any], ...]) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from galfast._dtypes import plain_number
+
 __all__ = ["KG_ENCODERS", "KG_MODEL_OPTIONS", "check_kg_model_options", "kg_model_options"]
 
 KG_ENCODERS = ("compgcn",)
@@ -45,13 +47,14 @@ _RATES = ("label_smoothing", "conv_dropout", "hidden_dropout", "feature_dropout"
 
 
 def kg_model_options(options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
-    """The defaults updated by ``options`` (checked)."""
-    check_kg_model_options(options)
-    return {**KG_MODEL_OPTIONS, **dict(options)}
+    """The defaults updated by ``options`` (checked; NumPy numbers taken as Python's)."""
+    return {**KG_MODEL_OPTIONS, **dict(check_kg_model_options(options))}
 
 
-def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> None:
-    """Raises ValueError naming the first unknown or out-of-range setting."""
+def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """``options`` with NumPy numbers as Python's; raises ValueError naming the first unknown or
+    out-of-range setting."""
+    options = tuple((key, plain_number(value)) for key, value in options)
     for key, value in options:
         if key not in KG_MODEL_OPTIONS:
             raise ValueError(
@@ -90,3 +93,4 @@ def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> None:
             "model option batch_size=1: the ConvE decoder's batch norm needs at least 2 "
             "queries a batch; use a larger batch_size or decoder=distmult"
         )
+    return options

@@ -10,7 +10,7 @@ from torch import Tensor, nn
 
 from galfast._dtypes import as_int
 from galfast.graph import Graph
-from galfast.models._checks import rate
+from galfast.models._checks import rate, size
 from galfast.nn import CompGCNConv, CompGCNGraphs, compgcn_graphs
 
 __all__ = ["CompGCNEncoder"]
@@ -67,26 +67,19 @@ class CompGCNEncoder(nn.Module):
         hidden_dropout: float = 0.3,
     ) -> None:
         super().__init__()
-        sizes = {}
-        for name, value, minimum in (
-            ("num_entities", num_entities, 1),
-            ("num_relations", num_relations, 1),
-            ("dim", dim, 1),
-            ("init_dim", init_dim, 1),
-            ("hidden_dim", hidden_dim, 1),
-            ("num_bases", num_bases, 0),
-        ):
-            # NumPy integers too (torch refuses them as sizes): taken as ints.
-            sizes[name] = as_int(value)
-            if sizes[name] is None or sizes[name] < minimum:
-                raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-        num_entities, num_relations = sizes["num_entities"], sizes["num_relations"]
-        dim, init_dim = sizes["dim"], sizes["init_dim"]
-        hidden_dim, num_bases = sizes["hidden_dim"], sizes["num_bases"]
+        num_entities = size("num_entities", num_entities)
+        num_relations = size("num_relations", num_relations)
+        dim, init_dim, hidden_dim = (
+            size("dim", dim),
+            size("init_dim", init_dim),
+            size("hidden_dim", hidden_dim),
+        )
+        num_bases = size("num_bases", num_bases, low=0)
         # 1.0 and True equal 1 but are no layer count (as_int refuses both).
-        if as_int(layers) not in (1, 2):
+        count = as_int(layers)
+        if count not in (1, 2):
             raise ValueError(f"layers must be 1 or 2, got {layers!r}")
-        layers = as_int(layers)
+        layers = count
         # NaN passes nn.Dropout's check and fails at the first forward.
         conv_dropout = rate("conv_dropout", conv_dropout)
         hidden_dropout = rate("hidden_dropout", hidden_dropout)

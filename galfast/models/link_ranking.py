@@ -25,7 +25,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from galfast._dtypes import holds_integers
+from galfast._dtypes import as_int, holds_integers
 from galfast.models.kg_queries import KGQueries, check_triples
 
 __all__ = ["TIES", "LinkRanking", "RankMetrics", "evaluate_link_prediction", "filtered_ranks"]
@@ -197,8 +197,10 @@ def evaluate_link_prediction(
         >>> result = evaluate_link_prediction(model.score, ds.test, known)
         >>> result.both.mrr, result.both.hits[10]
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    size = as_int(batch_size)  # NumPy's ints too
+    if size is None or size < 1:
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    batch_size = size
     check_hits_at(hits_at)  # now, not after ranking every triple
     if not isinstance(known, KGQueries):
         raise ValueError(f"known must be a KGQueries, got {type(known).__name__}")
