@@ -254,7 +254,7 @@ def test_backward_refuses_an_out_of_range_csc_slot():
         (dict(alpha_dst=torch.zeros(5, 2, dtype=torch.float64)), "alpha_dst has dtype"),
         (dict(h=torch.zeros(5, 2, 3, dtype=torch.int64)), "alpha_src has dtype"),
         (dict(dropout=1.5), "dropout must lie"),
-        (dict(negative_slope=float("nan")), "negative_slope must be finite"),
+        (dict(negative_slope=float("nan")), "negative_slope must be a finite number"),
         (dict(seed=-1), "seed must lie"),
         (dict(graph="not a graph"), "galfast.Graph"),
     ],

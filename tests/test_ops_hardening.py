@@ -41,7 +41,7 @@ def test_gat_seed_must_be_an_int(seed):
 @pytest.mark.parametrize("name, value", [("dropout", "0.1"), ("negative_slope", None)])
 def test_gat_float_arguments_must_be_numbers(name, value):
     g = Graph.from_edge_index(torch.tensor([[0, 1], [1, 0]]))
-    with pytest.raises(ValueError, match=f"{name} must be a float"):
+    with pytest.raises(ValueError, match=f"{name} must be a finite number"):
         gat_aggregate(g, torch.ones(2, 1, 3), torch.zeros(2, 1), torch.zeros(2, 1), **{name: value})
 
 

@@ -7,7 +7,6 @@ import math
 import numbers
 from typing import Any
 
-from galfast._dtypes import as_int
 from galfast.nn._layer_checks import check_count
 
 
@@ -15,9 +14,7 @@ def size(name: str, value: Any, low: int = 1) -> int:
     """``value`` as an int of at least ``low``: Python's, NumPy's or a 0-d tensor's integer
     (torch refuses a NumPy integer as a size, a float fails deep inside it, and a bool is no
     size)."""
-    number = as_int(value)
-    check_count(name, value if number is None else number, low)
-    return number
+    return check_count(name, value, low)
 
 
 def real(value: Any) -> bool:

@@ -59,7 +59,9 @@ def _loop_terms(
     columns) rather than of the D-wide features."""
     loops, heads = layout.inverse_count.size(0), project.size(1)
     if isinstance(fill_value, Tensor):
-        return (fill_value.to(edge_feats).reshape(1, -1) @ project).expand(loops, heads)
+        # One value stands for every feature, as PyG broadcasts it.
+        fill = fill_value.to(edge_feats).reshape(1, -1).expand(1, project.size(0))
+        return (fill @ project).expand(loops, heads)
     if not isinstance(fill_value, str):
         return (float(fill_value) * project.sum(0, keepdim=True)).expand(loops, heads)
     if fill_value in ("add", "sum", "mean"):

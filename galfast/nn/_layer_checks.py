@@ -8,45 +8,64 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
+from galfast._dtypes import as_int
+
 Channels = Union[int, tuple[int, int]]
 
 
-def check_count(name: str, value: Any, low: int) -> None:
-    """Raises ValueError naming `name` unless `value` is an int (not a bool or a float, which
-    torch would refuse deep inside or silently truncate) of at least `low`."""
-    if not isinstance(value, int) or isinstance(value, bool):
+def check_count(name: str, value: Any, low: int) -> int:
+    """``value`` as a Python int: an integer of any type (NumPy's, as ``labels.max() + 1``
+    gives, or a 0-d integer tensor's) of at least ``low``; ValueError naming ``name`` for a
+    bool, a float (torch would refuse it deep inside or silently truncate it) or anything
+    else."""
+    number = as_int(value)
+    if number is None:
         raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if value < low:
-        raise ValueError(f"{name} must be >= {low}, got {value}")
+    if number < low:
+        raise ValueError(f"{name} must be >= {low}, got {number}")
+    return number
 
 
 def check_channels(
-    in_channels: Channels,
-    out_channels: int,
+    in_channels: Any,
+    out_channels: Any,
     minimum_out: int = 0,
     *,
     lazy: bool = False,
     pair: bool = False,
-) -> None:
-    """Channel counts must be ints; ``out_channels`` at least ``minimum_out``. With ``lazy``,
-    ``in_channels=-1`` (inferred on the first call, as PyG's ``Linear``) is allowed; with
-    ``pair``, a ``(source, destination)`` pair for bipartite inputs."""
+) -> tuple[Channels, int]:
+    """``(in_channels, out_channels)`` as Python ints (``in_channels`` as a tuple of two for a
+    pair); out_channels at least ``minimum_out``. With ``lazy``, ``in_channels=-1`` (inferred
+    on the first call, as PyG's ``Linear``) is allowed; with ``pair``, a ``(source,
+    destination)`` pair for bipartite inputs."""
     low = -1 if lazy else 0
     if pair and isinstance(in_channels, (tuple, list)):
         if len(in_channels) != 2:
             raise ValueError(
                 f"in_channels must be an int or a (source, destination) pair, got {in_channels}"
             )
-        for side, value in zip(("source", "destination"), in_channels):
+        in_channels = tuple(
             check_count(f"in_channels ({side})", value, low)
+            for side, value in zip(("source", "destination"), in_channels)
+        )
     else:
         if isinstance(in_channels, (tuple, list)):
             raise ValueError(
                 "this layer takes one node set: in_channels must be an int, got "
                 f"{tuple(in_channels)}"
             )
-        check_count("in_channels", in_channels, low)
-    check_count("out_channels", out_channels, minimum_out)
+        in_channels = check_count("in_channels", in_channels, low)
+    return in_channels, check_count("out_channels", out_channels, minimum_out)
+
+
+def check_callable(name: str, value: Any) -> Any:
+    """``value`` unless it cannot be called (PyG takes any callable where it takes a
+    network; anything else would fail at the first forward, or in reset_parameters)."""
+    if not callable(value):
+        raise ValueError(
+            f"{name} must be callable (e.g. a torch.nn.Module), got {type(value).__name__}"
+        )
+    return value
 
 
 def channel_pair(in_channels: Channels) -> tuple[int, int]:
@@ -90,11 +109,16 @@ def node_counts(
     if size is not None:
         if not isinstance(size, (tuple, list)) or len(size) != 2:
             raise ValueError(f"size must be a pair (num_src, num_dst), got {size!r}")
-        for name, given, seen in (("num_src", size[0], num_src), ("num_dst", size[1], num_dst)):
-            if given is not None and seen is not None and int(given) != seen:
-                raise ValueError(f"size gives {name} = {int(given)} but x has {seen} rows")
-        num_src = num_src if size[0] is None else int(size[0])
-        num_dst = num_dst if size[1] is None else int(size[1])
+        # int() would truncate a float count, and read a bool as 0 or 1.
+        given = [
+            None if value is None else check_count(f"size ({name})", value, 0)
+            for name, value in zip(("num_src", "num_dst"), size)
+        ]
+        for name, count, seen in zip(("num_src", "num_dst"), given, (num_src, num_dst)):
+            if count is not None and seen is not None and count != seen:
+                raise ValueError(f"size gives {name} = {count} but x has {seen} rows")
+        num_src = num_src if given[0] is None else given[0]
+        num_dst = num_dst if given[1] is None else given[1]
     return num_src, num_dst
 
 

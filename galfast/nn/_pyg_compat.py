@@ -19,7 +19,7 @@ from torch.nn.modules.lazy import LazyModuleMixin
 
 from galfast.nn._graph_input import FLOWS
 
-__all__ = ["FusedLayer", "make_linear"]
+__all__ = ["FusedLayer", "make_linear", "reset_module"]
 
 _NO_MESSAGES = (
     "galfast's {layer} runs one fused kernel and builds no per-edge messages, so PyG's "
@@ -47,6 +47,16 @@ def make_linear(in_channels: int, out_channels: int, bias: bool) -> torch.nn.Mod
     if in_channels == -1:
         return torch.nn.LazyLinear(out_channels, bias=bias)
     return torch.nn.Linear(in_channels, out_channels, bias=bias)
+
+
+def reset_module(value: Any) -> None:
+    """PyG's ``inits.reset``: resets a module, or else each of its children (a Sequential has
+    no reset of its own); a callable that is no module (PyG takes one as ``nn``) has none."""
+    if hasattr(value, "reset_parameters"):
+        value.reset_parameters()
+    else:
+        for child in value.children() if hasattr(value, "children") else []:
+            reset_module(child)
 
 
 def _refusal(layer: str, what: str) -> Callable[..., Any]:

@@ -47,16 +47,21 @@ def pyg_aggregation(aggr: Any, aggr_kwargs: Optional[dict], in_channels: int) ->
     pyg_aggr = _pyg_aggr()
     from torch_geometric.nn.resolver import aggregation_resolver
 
+    parts = aggr if isinstance(aggr, (list, tuple)) else [aggr]
+    # PyG's resolver hands back what it does not know (a number, None) as if it were a module.
+    if not parts or not all(isinstance(a, (str, pyg_aggr.Aggregation)) for a in parts):
+        shown = type(aggr).__name__ if isinstance(aggr, torch.nn.Module) else repr(aggr)
+        raise ValueError(
+            f"aggr must be a name, a list of names or a torch_geometric Aggregation, got {shown}"
+        )
     kwargs = dict(aggr_kwargs or {})
     if aggr == "lstm":
         kwargs.setdefault("in_channels", in_channels)
         kwargs.setdefault("out_channels", in_channels)
-    if isinstance(aggr, torch.nn.Module) and not isinstance(aggr, pyg_aggr.Aggregation):
-        raise ValueError(
-            f"aggr must be a name, a list of names or a torch_geometric Aggregation, got "
-            f"{type(aggr).__name__}"
-        )
-    return aggregation_resolver(aggr, **kwargs)
+    try:
+        return aggregation_resolver(aggr, **kwargs)
+    except ValueError as err:  # PyG's "Could not resolve 'x' ..." does not say which argument
+        raise ValueError(f"aggr: {err}") from None
 
 
 def aggregated_channels(module: torch.nn.Module, in_channels: int) -> int:

@@ -8,6 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from galfast.nn._layer_checks import check_count
+from galfast.ops._checks import check_flag, check_real
 from galfast.ops.batch_norm import fused_batch_norm, update_running
 
 __all__ = ["BatchNorm"]
@@ -41,7 +43,8 @@ class BatchNorm(torch.nn.Module):
 
     Args:
         in_channels: features per node.
-        eps, momentum, affine, track_running_stats: as ``torch.nn.BatchNorm1d``.
+        eps, momentum, affine, track_running_stats: as ``torch.nn.BatchNorm1d`` (``eps`` at
+            least 0, ``momentum`` in [0, 1] or None).
         allow_single_element: normalise a batch of one row by the running statistics (as in
             eval mode) instead of failing; needs ``track_running_stats``. Default False.
         device: as ``torch.nn.BatchNorm1d``.
@@ -65,6 +68,14 @@ class BatchNorm(torch.nn.Module):
         **kwargs: Any,
     ) -> None:
         super().__init__()
+        # torch reads a string eps or a bool flag without a word, or fails deep inside.
+        in_channels = check_count("in_channels", in_channels, 0)
+        eps = check_real("eps", eps, 0.0)
+        # Outside [0, 1] the running statistics would overshoot the batch's every step.
+        momentum = None if momentum is None else check_real("momentum", momentum, 0.0, 1.0)
+        affine = check_flag("affine", affine)
+        track_running_stats = check_flag("track_running_stats", track_running_stats)
+        allow_single_element = check_flag("allow_single_element", allow_single_element)
         if allow_single_element and not track_running_stats:
             raise ValueError(
                 "allow_single_element requires track_running_stats=True (a single row is "

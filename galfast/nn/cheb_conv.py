@@ -11,10 +11,11 @@ from torch.nn import Parameter
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features, cheb_block_terms
 from galfast.nn._graph_input import layer_graph
-from galfast.nn._layer_checks import check_channels, check_features, split_features
+from galfast.nn._layer_checks import check_channels, check_count, check_features, split_features
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
 from galfast.ops import Block, aggregate, block_aggregate
+from galfast.ops._checks import check_choice, check_flag, check_real
 
 __all__ = ["ChebConv"]
 
@@ -67,11 +68,10 @@ class ChebConv(FusedLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        check_channels(in_channels, out_channels, lazy=True)
-        if K < 1:
-            raise ValueError(f"K must be >= 1, got {K}")
-        if normalization not in (None, "sym", "rw"):
-            raise ValueError(f"normalization must be None, 'sym' or 'rw', got {normalization!r}")
+        in_channels, out_channels = check_channels(in_channels, out_channels, lazy=True)
+        K = check_count("K", K, 1)
+        normalization = check_choice("normalization", normalization, (None, "sym", "rw"))
+        bias = check_flag("bias", bias)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.normalization = normalization
         self.lins = torch.nn.ModuleList(
@@ -95,6 +95,11 @@ class ChebConv(FusedLayer):
         batch: Optional[Tensor] = None,
         lambda_max: Optional[Union[float, Tensor]] = None,
     ) -> Tensor:
+        if lambda_max is not None and not isinstance(lambda_max, Tensor):
+            # The Laplacian is divided by it: 0 gives infinities, a string fails in torch.
+            lambda_max = check_real("lambda_max", lambda_max)
+            if lambda_max <= 0:
+                raise ValueError(f"lambda_max must be > 0, got {lambda_max}")
         if isinstance(edge_index, Block):
             return self._forward_block(x, edge_index, edge_weight, batch, lambda_max)
         x, _ = split_features(x, bipartite=False)

@@ -9,9 +9,10 @@ import torch
 from torch import Tensor
 from torch.nn import Parameter
 
-from galfast.nn._layer_checks import check_channels, check_features
+from galfast.nn._layer_checks import check_callable, check_channels, check_count, check_features
 from galfast.nn.compgcn_graphs import CompGCNGraphs, compgcn_graphs
 from galfast.ops import compgcn_aggregate
+from galfast.ops._checks import check_choice, check_flag, check_real
 
 __all__ = ["CompGCNConv", "compose"]
 
@@ -90,13 +91,12 @@ class CompGCNConv(torch.nn.Module):
         act: Optional[Callable[[Tensor], Tensor]] = None,
     ) -> None:
         super().__init__()
-        check_channels(in_channels, out_channels)
-        if isinstance(num_relations, bool) or not isinstance(num_relations, int):
-            raise ValueError(f"num_relations must be an int, got {type(num_relations).__name__}")
-        if num_relations < 0:
-            raise ValueError(f"num_relations must be >= 0, got {num_relations}")
-        if composition not in _COMPOSITIONS:
-            raise ValueError(f"composition must be one of {_COMPOSITIONS}, got {composition!r}")
+        in_channels, out_channels = check_channels(in_channels, out_channels)
+        num_relations = check_count("num_relations", num_relations, 0)
+        composition = check_choice("composition", composition, _COMPOSITIONS)
+        dropout = check_real("dropout", dropout, 0.0, 1.0)
+        bias, batch_norm = check_flag("bias", bias), check_flag("batch_norm", batch_norm)
+        act = None if act is None else check_callable("act", act)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.num_relations, self.composition, self.act = num_relations, composition, act
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 
 from galfast.graph import Graph
+from galfast.nn._layer_checks import check_callable
 
 __all__ = ["EdgeIndexAdapter"]
 
@@ -22,7 +23,7 @@ class EdgeIndexAdapter(nn.Module):
 
     def __init__(self, module: nn.Module) -> None:
         super().__init__()
-        self.module = module
+        self.module = check_callable("module", module)
 
     def forward(self, inputs: Tensor, graph: Graph) -> Tensor:
         return self.module(inputs, graph.cached("edge_index", graph.edge_index))

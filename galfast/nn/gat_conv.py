@@ -18,6 +18,7 @@ from galfast.nn._layer_checks import (
     Channels,
     channel_pair,
     check_channels,
+    check_count,
     check_features,
     node_counts,
     split_features,
@@ -25,6 +26,7 @@ from galfast.nn._layer_checks import (
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import self_loops_replaced
 from galfast.ops import Block, gat_aggregate
+from galfast.ops._checks import check_flag, check_real
 
 __all__ = ["GATConv"]
 
@@ -35,6 +37,26 @@ def _glorot(t: Tensor) -> None:
     """PyG's ``glorot``: uniform in ``±sqrt(6 / (size(-2) + size(-1)))``."""
     bound = math.sqrt(6.0 / (t.size(-2) + t.size(-1)))
     torch.nn.init.uniform_(t, -bound, bound)
+
+
+def _check_fill_value(fill_value: Any, edge_dim: Optional[int]) -> Union[float, Tensor, str]:
+    """PyG's fill values: a number (None: 1, as PyG), a tensor of one value or one per edge
+    feature, or the name of a reduction of each node's incoming edge features."""
+    if isinstance(fill_value, str):
+        if fill_value not in _FILL_REDUCTIONS:
+            raise ValueError(
+                f"fill_value must be a number, a tensor or one of {_FILL_REDUCTIONS}, got "
+                f"{fill_value!r}"
+            )
+        return str(fill_value)
+    if isinstance(fill_value, Tensor) and fill_value.dim() > 0:
+        if edge_dim is not None and edge_dim > 0 and fill_value.numel() not in (1, edge_dim):
+            raise ValueError(
+                f"fill_value must hold 1 or edge_dim = {edge_dim} values, got shape "
+                f"{list(fill_value.shape)}"
+            )
+        return fill_value
+    return check_real("fill_value", 1.0 if fill_value is None else fill_value)
 
 
 class GATConv(FusedLayer):
@@ -65,9 +87,9 @@ class GATConv(FusedLayer):
         dropout: dropout probability of the attention coefficients in training. Default 0.
         add_self_loops: replace every node's self loops by exactly one. Default True.
         edge_dim: edge feature size (None: no edge features).
-        fill_value: edge features of the added self loops: a float, a tensor, or how to
-            reduce each node's incoming edge features (``"mean"`` (default), ``"add"``,
-            ``"max"``, ``"min"``, ``"mul"``).
+        fill_value: edge features of the added self loops: a float (None: 1.0, as PyG), a
+            tensor of one value or ``edge_dim`` values, or how to reduce each node's incoming
+            edge features (``"mean"`` (default), ``"add"``, ``"max"``, ``"min"``, ``"mul"``).
         bias: learn an additive bias. Default True.
         residual: add a linear projection of the input (PyG's ``residual``). Default False.
         **kwargs: PyG's ``MessagePassing`` options (``flow`` is honoured).
@@ -112,17 +134,20 @@ class GATConv(FusedLayer):
     ) -> None:
         super().__init__(**kwargs)
         # out_channels = 0 would leave the attention vectors without fan-in to initialise.
-        check_channels(in_channels, out_channels, minimum_out=1, lazy=True, pair=True)
-        if heads < 1:
-            raise ValueError(f"heads must be >= 1, got {heads}")
-        if not 0.0 <= dropout <= 1.0:
-            raise ValueError(f"dropout must lie in [0, 1], got {dropout}")
-        if edge_dim is not None and (
-            not isinstance(edge_dim, int) or edge_dim in (0,) or edge_dim < -1
-        ):
-            raise ValueError(f"edge_dim must be None, -1 (lazy) or >= 1, got {edge_dim!r}")
-        if isinstance(fill_value, str) and fill_value not in _FILL_REDUCTIONS:
-            raise ValueError(f"fill_value must be a number, a tensor or one of {_FILL_REDUCTIONS}")
+        in_channels, out_channels = check_channels(
+            in_channels, out_channels, minimum_out=1, lazy=True, pair=True
+        )
+        heads = check_count("heads", heads, 1)
+        concat, bias = check_flag("concat", concat), check_flag("bias", bias)
+        add_self_loops = check_flag("add_self_loops", add_self_loops)
+        residual = check_flag("residual", residual)
+        negative_slope = check_real("negative_slope", negative_slope)
+        dropout = check_real("dropout", dropout, 0.0, 1.0)
+        if edge_dim is not None:
+            edge_dim = check_count("edge_dim", edge_dim, -1)
+            if edge_dim == 0:
+                raise ValueError("edge_dim must be None, -1 (lazy) or >= 1, got 0")
+        fill_value = _check_fill_value(fill_value, edge_dim)
         self.in_channels, self.out_channels, self.heads = in_channels, out_channels, heads
         self.concat, self.negative_slope, self.dropout = concat, negative_slope, dropout
         self.add_self_loops, self.residual = add_self_loops, residual

@@ -16,6 +16,7 @@ from galfast.nn._node_features import aggregate_nodes, linear
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import gcn_norm, sparse_self_loops
 from galfast.ops import Block, block_aggregate
+from galfast.ops._checks import check_flag
 
 __all__ = ["GCNConv"]
 
@@ -81,9 +82,12 @@ class GCNConv(FusedLayer):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        check_channels(in_channels, out_channels, lazy=True)
+        in_channels, out_channels = check_channels(in_channels, out_channels, lazy=True)
+        improved, cached = check_flag("improved", improved), check_flag("cached", cached)
+        normalize, bias = check_flag("normalize", normalize), check_flag("bias", bias)
         if add_self_loops is None:
             add_self_loops = normalize
+        add_self_loops = check_flag("add_self_loops", add_self_loops)
         if add_self_loops and not normalize:
             raise ValueError(
                 "GCNConv does not support adding self-loops to the graph when no "

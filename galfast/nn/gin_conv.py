@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import torch
 from torch import Tensor
@@ -10,21 +10,13 @@ from torch import Tensor
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features
 from galfast.nn._graph_input import layer_graph, unweighted
-from galfast.nn._layer_checks import node_counts, split_features
+from galfast.nn._layer_checks import check_callable, node_counts, split_features
 from galfast.nn._node_features import aggregate_nodes
-from galfast.nn._pyg_compat import FusedLayer
+from galfast.nn._pyg_compat import FusedLayer, reset_module
 from galfast.ops import Block
+from galfast.ops._checks import check_flag, check_real
 
 __all__ = ["GINConv"]
-
-
-def _reset(module: torch.nn.Module) -> None:
-    """Resets a module, or else each of its children (a Sequential has no reset of its own)."""
-    if hasattr(module, "reset_parameters"):
-        module.reset_parameters()
-    else:
-        for child in module.children():
-            _reset(child)
 
 
 class GINConv(FusedLayer):
@@ -40,8 +32,9 @@ class GINConv(FusedLayer):
     destinations (``x_dst`` may be None: no root term).
 
     Args:
-        nn: the network :math:`h_\Theta` applied to the aggregated features, e.g. an MLP.
-        eps: initial :math:`\epsilon`. Default 0.
+        nn: the network :math:`h_\Theta` applied to the aggregated features, e.g. an MLP
+            (any callable, as in PyG).
+        eps: initial :math:`\epsilon`, a finite number. Default 0.
         train_eps: learn :math:`\epsilon` (a parameter) instead of fixing it (a buffer).
         **kwargs: PyG's ``MessagePassing`` options (``flow`` is honoured).
 
@@ -60,19 +53,19 @@ class GINConv(FusedLayer):
     """
 
     def __init__(
-        self, nn: torch.nn.Module, eps: float = 0.0, train_eps: bool = False, **kwargs: Any
+        self, nn: Callable, eps: float = 0.0, train_eps: bool = False, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
-        self.nn = nn
-        self.initial_eps = eps
-        if train_eps:
+        self.nn = check_callable("nn", nn)
+        self.initial_eps = check_real("eps", eps)
+        if check_flag("train_eps", train_eps):
             self.eps = torch.nn.Parameter(torch.empty(1))
         else:
             self.register_buffer("eps", torch.empty(1))
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        _reset(self.nn)
+        reset_module(self.nn)
         self.eps.data.fill_(self.initial_eps)
 
     def forward(

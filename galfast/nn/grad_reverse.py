@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from galfast.ops._checks import check_real
+
 __all__ = ["GradReverse", "grad_reverse"]
 
 
@@ -17,6 +19,15 @@ class _GradReverseFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: Tensor) -> tuple[Tensor, None]:
         return -ctx.scale * grad_out, None
+
+
+def _checked_scale(scale: float) -> float:
+    """``scale`` as a float; NaN, a string or None would only fail (or poison the gradient) in
+    the backward."""
+    scale = check_real("scale", scale)
+    if scale < 0:
+        raise ValueError(f"scale must be >= 0 (the sign is already reversed), got {scale}")
+    return scale
 
 
 def grad_reverse(x: Tensor, scale: float = 1.0) -> Tensor:
@@ -35,9 +46,7 @@ def grad_reverse(x: Tensor, scale: float = 1.0) -> Tensor:
         >>> x.grad
         tensor([-0.5000, -0.5000])
     """
-    if scale < 0:
-        raise ValueError(f"scale must be >= 0 (the sign is already reversed), got {scale}")
-    return _GradReverseFn.apply(x, float(scale))
+    return _GradReverseFn.apply(x, _checked_scale(scale))
 
 
 class GradReverse(nn.Module):
@@ -45,9 +54,7 @@ class GradReverse(nn.Module):
 
     def __init__(self, scale: float = 1.0) -> None:
         super().__init__()
-        if scale < 0:
-            raise ValueError(f"scale must be >= 0 (the sign is already reversed), got {scale}")
-        self.scale = float(scale)
+        self.scale = _checked_scale(scale)
 
     def forward(self, x: Tensor) -> Tensor:
         return grad_reverse(x, self.scale)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Optional, Union
+from typing import Any, Callable, Optional, Union
 
 import torch
 from torch import Tensor
@@ -12,24 +12,17 @@ from torch.utils.checkpoint import checkpoint
 
 from galfast.graph import Graph
 from galfast.nn._graph_input import layer_graph
-from galfast.nn._layer_checks import check_channels, check_features, node_counts
+from galfast.nn._layer_checks import check_callable, check_channels, check_features, node_counts
+from galfast.nn._pyg_compat import reset_module
 from galfast.ops import nnconv_aggregate
+from galfast.ops._checks import check_choice, check_flag
 
 __all__ = ["NNConv"]
 
-_AGGRS = ("add", "mean", "max")
+_AGGRS = ("add", "sum", "mean", "max")  # "sum": PyG's alias of "add"
 # The materialising path builds at most this many bytes of per-edge matrices at once (and
 # rebuilds them in the backward), so its memory stays bounded on any graph.
 _FALLBACK_CHUNK_BYTES = 32 * 2**20
-
-
-def _reset(module: torch.nn.Module) -> None:
-    """Resets a module, or else each of its children (as PyG's ``inits.reset``)."""
-    if hasattr(module, "reset_parameters"):
-        module.reset_parameters()
-    else:
-        for child in module.children():
-            _reset(child)
 
 
 def split_last_linear(
@@ -63,8 +56,10 @@ class NNConv(torch.nn.Module):
     Args:
         in_channels: input features per node.
         out_channels: output features per node.
-        nn: maps ``edge_attr`` ``[E, D]`` to ``[E, in_channels * out_channels]``.
-        aggr: ``"add"``, ``"mean"`` or ``"max"`` (nodes without incoming edges give 0).
+        nn: maps ``edge_attr`` ``[E, D]`` to ``[E, in_channels * out_channels]`` (a module or,
+            as in PyG, any callable).
+        aggr: ``"add"`` (alias ``"sum"``), ``"mean"`` or ``"max"`` (nodes without incoming
+            edges give 0).
         root_weight: add :math:`\Theta x_i`. Default True.
         bias: learn an additive bias. Default True.
 
@@ -86,17 +81,15 @@ class NNConv(torch.nn.Module):
         self,
         in_channels: int,
         out_channels: int,
-        nn: torch.nn.Module,
+        nn: Callable,
         aggr: str = "add",
         root_weight: bool = True,
         bias: bool = True,
     ) -> None:
         super().__init__()
-        check_channels(in_channels, out_channels)
-        if aggr not in _AGGRS:
-            raise ValueError(f"aggr must be one of {_AGGRS}, got {aggr!r}")
-        if not isinstance(nn, torch.nn.Module):
-            raise ValueError(f"nn must be a torch.nn.Module, got {type(nn).__name__}")
+        in_channels, out_channels = check_channels(in_channels, out_channels)
+        aggr, nn = check_choice("aggr", aggr, _AGGRS), check_callable("nn", nn)
+        root_weight, bias = check_flag("root_weight", root_weight), check_flag("bias", bias)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.nn, self.aggr, self.root_weight = nn, aggr, root_weight
         if root_weight:
@@ -105,7 +98,7 @@ class NNConv(torch.nn.Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        _reset(self.nn)
+        reset_module(self.nn)
         if self.root_weight:  # PyG's 'uniform' initialiser of its Linear
             bound = 1.0 / math.sqrt(self.in_channels) if self.in_channels else 0.0
             torch.nn.init.uniform_(self.lin.weight, -bound, bound)
@@ -138,7 +131,7 @@ class NNConv(torch.nn.Module):
             hidden = edge_attr
             for module in prefix:
                 hidden = module(hidden)
-            reduce = "sum" if self.aggr == "add" else "mean"
+            reduce = "mean" if self.aggr == "mean" else "sum"
             out = nnconv_aggregate(graph, x, hidden, last.weight, last.bias, reduce=reduce)
         else:
             out = self._materialised(graph, x, edge_attr)

@@ -24,6 +24,7 @@ from galfast.nn._message_edges import message_edges
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn._sage_aggregation import aggregated_channels, pyg_aggregation, run_aggregation
 from galfast.ops import Block, aggregate
+from galfast.ops._checks import check_flag
 
 __all__ = ["SAGEConv"]
 
@@ -91,7 +92,9 @@ class SAGEConv(FusedLayer):
     ) -> None:
         aggr_kwargs = kwargs.pop("aggr_kwargs", None)
         super().__init__(**kwargs)
-        check_channels(in_channels, out_channels, lazy=True, pair=True)
+        in_channels, out_channels = check_channels(in_channels, out_channels, lazy=True, pair=True)
+        normalize, project = check_flag("normalize", normalize), check_flag("project", project)
+        root_weight, bias = check_flag("root_weight", root_weight), check_flag("bias", bias)
         src_channels, dst_channels = channel_pair(in_channels)
         if project and src_channels < 0:
             raise ValueError(

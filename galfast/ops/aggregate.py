@@ -16,6 +16,7 @@ from galfast._dtypes import (
 )
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
+from galfast.ops._checks import check_choice
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.segment_plan import num_segments, segment_plan
@@ -259,10 +260,8 @@ def _check_inputs(
     the finiteness scan of ``edge_weight`` when it is the graph's own, which the Graph scanned
     when it was built (and check_unmodified guards against in-place edits since)."""
     check_op_graph(graph, "aggregate")
-    if reduce not in _REDUCES:
-        raise ValueError(f"reduce must be one of {_REDUCES}, got {reduce!r}")
-    if norm not in _NORMS:
-        raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
+    check_choice("reduce", reduce, _REDUCES)
+    check_choice("norm", norm, _NORMS)
     if not isinstance(x, Tensor):
         raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 2:

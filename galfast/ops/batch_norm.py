@@ -9,7 +9,6 @@ thread count."""
 
 from __future__ import annotations
 
-import math
 from typing import Optional
 
 import torch
@@ -17,6 +16,7 @@ from torch import Tensor
 
 from galfast._dtypes import check_float_dtype, kernel_dtype
 from galfast._native import _C
+from galfast.ops._checks import check_flag, check_int, check_real
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
@@ -129,7 +129,8 @@ _batch_norm_op.register_autograd(_backward, setup_context=_setup_context)
 _BatchNormEager = eager_function(launch_batch_norm, _setup_context, _backward)
 
 
-def _check_inputs(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> None:
+def _check_inputs(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> float:
+    """The checked eps as a Python float."""
     if not isinstance(x, Tensor):
         raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 2:
@@ -159,8 +160,10 @@ def _check_inputs(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], e
                 f"{name} ({t.dtype}, {t.device}) must have x's dtype and device "
                 f"({x.dtype}, {x.device})"
             )
-    if not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps < 0:
+    eps = check_real("eps", eps)
+    if eps < 0:
         raise ValueError(f"eps must be a finite number >= 0, got {eps!r}")
+    return eps
 
 
 def batch_norm(
@@ -199,8 +202,9 @@ def batch_norm(
         tensor([[-1.0000, -1.0000],
                 [ 1.0000,  1.0000]])
     """
-    _check_inputs(x, weight, bias, eps)
-    y, stats = fused_batch_norm(x, weight, bias, float(eps))
+    eps = _check_inputs(x, weight, bias, eps)
+    return_stats = check_flag("return_stats", return_stats)
+    y, stats = fused_batch_norm(x, weight, bias, eps)
     return (y, stats[0], stats[1]) if return_stats else y
 
 
@@ -229,8 +233,8 @@ def update_running_stats(
     :func:`batch_norm` returns them, from ``num_rows`` rows) as torch's CPU kernel does, in
     double: ``running = (1 - momentum) running + momentum batch``, the variance unbiased
     (times ``N / (N - 1)``). Either buffer may be None."""
-    if num_rows < 2:
-        raise ValueError(f"num_rows must be >= 2 (the unbiased variance), got {num_rows}")
+    num_rows = check_int("num_rows", num_rows, 2, 2**63)  # >= 2: the unbiased variance
+    momentum = check_real("momentum", momentum)
     if not 0.0 <= momentum <= 1.0:
         raise ValueError(f"momentum must be in [0, 1], got {momentum}")
     channels = mean.numel()

@@ -11,6 +11,7 @@ from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
 from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import Graph, _count, _index_tensor, check_csr
+from galfast.ops._checks import check_choice
 from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight, weight_like
 
 __all__ = ["Block", "block_aggregate"]
@@ -219,8 +220,7 @@ class Block:
 def _check_inputs(block: Block, x: Tensor, edge_weight: Optional[Tensor], reduce: str) -> None:
     if not isinstance(block, Block):
         raise ValueError(f"block must be a galfast.ops.Block, got {type(block).__name__}")
-    if reduce not in _REDUCES:
-        raise ValueError(f"reduce must be one of {_REDUCES}, got {reduce!r}")
+    check_choice("reduce", reduce, _REDUCES)
     if not isinstance(x, Tensor):
         raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 2 or x.size(0) != block.num_src:

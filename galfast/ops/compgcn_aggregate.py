@@ -16,6 +16,7 @@ from torch import Tensor
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
+from galfast.ops._checks import check_choice
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.aggregate import check_edge_weight, weight_like
@@ -260,10 +261,8 @@ def _check_inputs(
             "graph has no edge_type: build it with Graph.from_edge_index(..., edge_type=...) "
             "or galfast.nn.compgcn_graphs"
         )
-    if composition not in _COMPOSITIONS:
-        raise ValueError(f"composition must be one of {tuple(_COMPOSITIONS)}, got {composition!r}")
-    if norm not in _NORMS:
-        raise ValueError(f"norm must be one of {_NORMS}, got {norm!r}")
+    check_choice("composition", composition, _COMPOSITIONS)
+    check_choice("norm", norm, _NORMS)
     for name, t in (("x", x), ("rel", rel)):
         if not isinstance(t, Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")

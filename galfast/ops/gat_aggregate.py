@@ -6,8 +6,6 @@ log-sum-exp. The backward kernels recompute the attention from it (see csrc/gat/
 
 from __future__ import annotations
 
-import math
-import numbers
 from typing import Optional
 
 import torch
@@ -16,6 +14,7 @@ from torch import Tensor
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
+from galfast.ops._checks import check_int, check_real
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
@@ -160,7 +159,8 @@ def _check_inputs(
     negative_slope: float,
     dropout: float,
     seed: Optional[int],
-) -> None:
+) -> tuple[float, float, Optional[int]]:
+    """The checked (negative_slope, dropout, seed) as Python values."""
     check_op_graph(graph, "gat_aggregate")
     for name, t in (("h", h), ("alpha_src", alpha_src), ("alpha_dst", alpha_dst)):
         if not isinstance(t, Tensor):
@@ -198,18 +198,13 @@ def _check_inputs(
             f"h is on {h.device} but the graph is on {graph.device}; use graph.to(h.device)"
         )
     check_float_dtype("h", h)
-    for name, value in (("dropout", dropout), ("negative_slope", negative_slope)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ValueError(f"{name} must be a float, got {type(value).__name__}")
+    dropout = check_real("dropout", dropout)
+    negative_slope = check_real("negative_slope", negative_slope)
     if not (0.0 <= dropout <= 1.0):
         raise ValueError(f"dropout must lie in [0, 1], got {dropout}")
-    if not math.isfinite(negative_slope):
-        raise ValueError(f"negative_slope must be finite, got {negative_slope}")
     if seed is not None:
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-            raise ValueError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
-        if not 0 <= seed < 2**63:
-            raise ValueError(f"seed must lie in [0, 2**63), got {seed}")
+        seed = check_int("seed", seed, 0, 2**63)
+    return negative_slope, dropout, seed
 
 
 def gat_aggregate(
@@ -262,7 +257,9 @@ def gat_aggregate(
         >>> gat_aggregate(g, h, torch.zeros(2, 1), torch.zeros(2, 1)).flatten()
         tensor([3., 2.])
     """
-    _check_inputs(graph, h, alpha_src, alpha_dst, alpha_edge, negative_slope, dropout, seed)
+    negative_slope, dropout, seed = _check_inputs(
+        graph, h, alpha_src, alpha_dst, alpha_edge, negative_slope, dropout, seed
+    )
     if seed is None:
         seed = int(torch.randint(0, 2**62, ())) if dropout > 0 else 0
     csc = graph.csc
@@ -278,8 +275,8 @@ def gat_aggregate(
         alpha_src.contiguous(),
         alpha_dst.contiguous(),
         None if alpha_edge is None else alpha_edge.contiguous(),
-        float(negative_slope),
-        float(dropout),
-        int(seed),
+        negative_slope,
+        dropout,
+        seed,
     )
     return out

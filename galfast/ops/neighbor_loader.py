@@ -10,8 +10,9 @@ from torch import Tensor
 
 from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import Graph
+from galfast.ops._checks import check_flag, check_int
 from galfast.ops.block import Block
-from galfast.ops.sample_neighbors import _check_fanouts, _check_int, sample_neighbors
+from galfast.ops.sample_neighbors import _check_fanouts, sample_neighbors
 
 __all__ = ["NeighborLoader", "SampledBatch"]
 
@@ -109,15 +110,13 @@ class NeighborLoader:
         # The seeds are checked once, here; an int64 CPU tensor is kept as given, so the
         # caller's tensor must not change after.
         self._given_nodes, self._given_versions = given, tensor_versions([given])
-        _check_fanouts(fanouts)
-        _check_int("batch_size", batch_size, 1, 2**62)
-        _check_int("seed", seed, 0, 2**64)
-        for name, flag in (("shuffle", shuffle), ("drop_last", drop_last)):
-            if not isinstance(flag, bool):
-                raise ValueError(f"{name} must be a bool, got {type(flag).__name__}")
-        self.graph, self.nodes, self.fanouts = graph, nodes, list(fanouts)
-        self.batch_size, self.seed = batch_size, seed
-        self.shuffle, self.drop_last, self.edge_weight = shuffle, drop_last, edge_weight
+        # kept as Python values: a NumPy seed would wrap around in _mix's arithmetic
+        self.graph, self.nodes, self.fanouts = graph, nodes, _check_fanouts(fanouts)
+        self.batch_size = check_int("batch_size", batch_size, 1, 2**62)
+        self.seed = check_int("seed", seed, 0, 2**64)
+        self.shuffle = check_flag("shuffle", shuffle)
+        self.drop_last = check_flag("drop_last", drop_last)
+        self.edge_weight = edge_weight
         self._next_epoch = 0
 
     def __len__(self) -> int:
@@ -133,7 +132,7 @@ class NeighborLoader:
 
     def epoch(self, epoch: int) -> Iterator[SampledBatch]:
         """The batches of epoch ``epoch`` (any epoch, in any order)."""
-        _check_int("epoch", epoch, 0, 2**32)
+        epoch = check_int("epoch", epoch, 0, 2**32)
         now, remedy = tensor_versions([self._given_nodes]), "build a new one for other seeds"
         check_unedited("NeighborLoader", ["nodes"], now, self._given_versions, remedy)
         if (epoch + 1) * len(self) > 2**32:

@@ -19,6 +19,7 @@ from torch import Tensor
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
+from galfast.ops._checks import check_choice
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
@@ -339,8 +340,7 @@ def _check_inputs(
     reduce: str,
 ) -> None:
     check_op_graph(graph, "nnconv_aggregate", one_node_set=True)
-    if reduce not in _REDUCES:
-        raise ValueError(f"reduce must be one of {_REDUCES}, got {reduce!r}")
+    check_choice("reduce", reduce, _REDUCES)
     if not isinstance(x, Tensor):
         raise ValueError(f"x must be a torch.Tensor, got {type(x).__name__}")
     if x.dim() != 2:

@@ -6,11 +6,13 @@ import threading
 from collections.abc import Sequence
 from typing import Optional
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from galfast._native import _C
 from galfast.graph import Graph, check_node_ids, check_op_graph
+from galfast.ops._checks import check_int
 from galfast.ops._eager import tracing
 from galfast.ops._launch import ptr, run_kernel
 from galfast.ops.block import Block
@@ -119,13 +121,6 @@ def _relabel_sorted(dst: Tensor, src: Tensor) -> tuple[Tensor, Tensor]:
     return rank[inverse[dst.numel() :]], distinct[order]
 
 
-def _check_int(name: str, value, low: int, high: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if not low <= value < high:
-        raise ValueError(f"{name} must lie in [{low}, {high}), got {value}")
-
-
 def _max_degree(graph: Graph) -> int:
     return graph.cached(
         ("sample_neighbors", "max_degree"),
@@ -172,18 +167,24 @@ def _check_weight(graph: Graph, edge_weight) -> None:
         )
 
 
-def _check_fanouts(fanouts) -> None:
-    """ValueError unless ``fanouts`` is a sequence of 1 to MAX_LAYERS ints, each -1 or in
-    ``[0, MAX_FANOUT]``."""
+def _check_fanouts(fanouts) -> list[int]:
+    """``fanouts`` as a list of Python ints; ValueError unless it is a sequence of 1 to
+    MAX_LAYERS ints, each -1 or in ``[0, MAX_FANOUT]``. A 1-D array or tensor of counts is
+    such a sequence too (as galfast.train.NeighborSampling takes it)."""
+    if isinstance(fanouts, (np.ndarray, Tensor)) and fanouts.ndim == 1:
+        fanouts = fanouts.tolist()
     if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
         raise ValueError(f"fanouts must be a sequence of ints, got {type(fanouts).__name__}")
     if not 1 <= len(fanouts) <= MAX_LAYERS:
         raise ValueError(f"fanouts must hold 1 to {MAX_LAYERS} layers, got {len(fanouts)}")
-    for layer, fanout in enumerate(fanouts):
-        _check_int(f"fanouts[{layer}]", fanout, -1, MAX_FANOUT + 1)
+    return [
+        check_int(f"fanouts[{layer}]", fanout, -1, MAX_FANOUT + 1)
+        for layer, fanout in enumerate(fanouts)
+    ]
 
 
-def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> list[int]:
+def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> tuple[list[int], int, int]:
+    """The checked (fanouts, seed, batch) as Python ints."""
     if tracing():
         raise RuntimeError(
             "sample_neighbors cannot be traced (its output sizes depend on the data): sample in "
@@ -191,14 +192,14 @@ def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> list[int]:
         )
     check_op_graph(graph, "sample_neighbors", one_node_set=True)
     _check_seeds(graph, seeds)
-    _check_fanouts(fanouts)
-    _check_int("seed", seed, 0, 2**64)
-    _check_int("batch", batch, 0, 2**32)
+    fanouts = _check_fanouts(fanouts)
+    seed = check_int("seed", seed, 0, 2**64)
+    batch = check_int("batch", batch, 0, 2**32)
     if edge_weight is not None:
         _check_weight(graph, edge_weight)
     elif _max_degree(graph) > MAX_DEGREE:
         raise ValueError(f"sampling supports in-degrees up to {MAX_DEGREE}")
-    return list(fanouts)
+    return fanouts, seed, batch
 
 
 def sample_neighbors(
@@ -256,7 +257,7 @@ def sample_neighbors(
         >>> block.num_dst, block.num_src, block.num_edges
         (1, 3, 2)
     """
-    fanouts = _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight)
+    fanouts, seed, batch = _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight)
     weight = None if edge_weight is None else edge_weight.contiguous()
     dst = seeds.long().contiguous()
     blocks = []

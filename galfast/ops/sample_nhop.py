@@ -10,6 +10,7 @@ from torch import Tensor
 
 from galfast._native import _C
 from galfast.graph import Graph, check_csr, check_node_ids, check_op_graph, coalesce
+from galfast.ops._checks import check_choice, check_flag, check_int
 from galfast.ops._eager import tracing
 from galfast.ops._huge_pages import empty_on_huge_pages
 from galfast.ops._launch import kernel_op, ptr, run_kernel
@@ -197,15 +198,6 @@ def _walk_cost(out_ptr: Tensor, hops: int, exact: bool) -> int:
 _sample_nhop_op = kernel_op("sample_nhop", launch_sample_nhop, _sample_nhop_outputs)
 
 
-def _check_int(name: str, value, low: int, high: int) -> None:
-    if type(value) is int and low <= value < high:  # the common case, in one test
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if not low <= value < high:
-        raise ValueError(f"{name} must lie in [{low}, {high}), got {value}")
-
-
 def _check_inputs(
     graph: Graph,
     starts: Tensor,
@@ -213,20 +205,22 @@ def _check_inputs(
     seed: int,
     mode: str,
     max_retries: int,
+    return_paths: bool,
     walk_offset: int,
-) -> None:
+) -> tuple[int, int, int, bool, int]:
+    """The checked (hops, seed, max_retries, return_paths, walk_offset) as Python values."""
     check_op_graph(graph, "sample_nhop", one_node_set=True)
-    if not isinstance(mode, str) or mode not in MODES:
-        raise ValueError(f"mode must be one of {tuple(MODES)}, got {mode!r}")
+    check_choice("mode", mode, MODES)
     max_hops = MAX_EXACT_HOPS if mode == "exact" else MAX_HOPS
-    _check_int("hops", hops, 1, max_hops + 1)
-    _check_int("seed", seed, 0, 2**64)
-    _check_int("max_retries", max_retries, 0, MAX_RETRIES + 1)
+    hops = check_int("hops", hops, 1, max_hops + 1)
+    seed = check_int("seed", seed, 0, 2**64)
+    max_retries = check_int("max_retries", max_retries, 0, MAX_RETRIES + 1)
+    return_paths = check_flag("return_paths", return_paths)
     check_node_ids("starts", starts, "num_walks")
     device = starts.device
     if device != graph.device:
         raise ValueError(f"starts is on {device} but the graph is on {graph.device}")
-    _check_int("walk_offset", walk_offset, 0, 2**63 - starts.numel())
+    walk_offset = check_int("walk_offset", walk_offset, 0, 2**63 - starts.numel())
     # The CPU kernel checks every start itself as it reads it, naming the first bad walk
     # (sample_nhop_cpu.cpp): a separate pass here would cost a third of a 1-hop batch.
     if starts.numel() and (device != _CPU or graph.num_edges == 0):
@@ -236,6 +230,7 @@ def _check_inputs(
             raise ValueError(
                 f"starts holds {bad}, which is not a node id in [0, {graph.num_nodes})"
             )
+    return hops, seed, max_retries, return_paths, walk_offset
 
 
 def sample_nhop(
@@ -310,7 +305,9 @@ def sample_nhop(
         >>> sample_nhop(g, torch.tensor([0, 0]), 2, seed=0, mode="simple")
         tensor([2, 2])
     """
-    _check_inputs(graph, starts, hops, seed, mode, max_retries, walk_offset)
+    hops, seed, max_retries, return_paths, walk_offset = _check_inputs(
+        graph, starts, hops, seed, mode, max_retries, return_paths, walk_offset
+    )
     if graph.num_edges == 0:  # every walk is stuck at its start; the kernel needs an adjacency
         end, paths = _sample_nhop_outputs(starts, hops, return_paths)
         end.fill_(-1)

@@ -182,7 +182,7 @@ class LinkBatches:
         num_nodes = _count("num_nodes", num_nodes)
         if num_nodes < 1 or (self.edge_index.numel() and int(self.edge_index.max()) >= num_nodes):
             raise ValueError(f"num_nodes={num_nodes} does not cover the node ids in edge_index")
-        check_count("negatives", negatives, 0)
+        negatives = check_count("negatives", negatives, 0)
         batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
         self.num_nodes, self.batch_size = num_nodes, batch_size
         self.negatives, self.shuffle = negatives, shuffle
