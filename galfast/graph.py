@@ -11,6 +11,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 from torch import Tensor
 
+from galfast._args import check_flag
 from galfast._dtypes import all_finite
 from galfast._versions import check_unedited
 
@@ -379,6 +380,8 @@ class Graph:
         in ``edge_weight``.
         """
         edge_index, num_nodes = _check_index(edge_index, num_nodes)
+        symmetrize = check_flag("symmetrize", symmetrize)  # "no" or None read by truth before
+        add_self_loops = check_flag("add_self_loops", add_self_loops)
         num_edges = edge_index.size(1)
         _check_edge_weight(edge_weight, num_edges, edge_index.device)
         edge_type = _check_edge_type(edge_type, num_edges, edge_index.device)

@@ -11,9 +11,9 @@ import pytest
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "galfast"
 
-# The base every layer may use: the Graph, the native extension, the dtype helpers and the
-# in-place edit check.
-BASE = {"graph", "_native", "_dtypes", "_versions"}
+# The base every layer may use: the Graph, the native extension, the dtype helpers, the
+# argument checks and the in-place edit check.
+BASE = {"graph", "_native", "_dtypes", "_args", "_versions"}
 
 # unit -> the other units it may import. A unit is a subpackage (ops, nn, ...) or a
 # top-level module (graph, _native, ...); "galfast" is the package's own __init__.
@@ -21,7 +21,8 @@ ALLOWED = {
     "_dtypes": {"_native"},
     "_native": set(),
     "_versions": set(),
-    "graph": {"_native", "_dtypes", "_versions"},
+    "_args": {"_dtypes"},
+    "graph": {"_native", "_dtypes", "_args", "_versions"},
     "ops": BASE,
     "nn": BASE | {"ops"},
     "models": BASE | {"ops", "nn"},

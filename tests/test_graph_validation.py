@@ -76,6 +76,19 @@ def test_from_edge_index_refuses_non_int_num_nodes(num_nodes):
         Graph.from_edge_index(torch.tensor([[0, 1], [1, 0]]), num_nodes=num_nodes)
 
 
+@pytest.mark.parametrize("flag", ["symmetrize", "add_self_loops"])
+def test_from_edge_index_flags_are_true_or_false(flag):
+    edge_index = torch.tensor([[0, 1], [1, 2]])
+    for value in ("no", None, 1, 0.0, [True]):  # read by truth before: "no" symmetrized
+        with pytest.raises(ValueError, match=f"{flag} must be a bool"):
+            Graph.from_edge_index(edge_index, 3, **{flag: value})
+    for value in (True, False):
+        numpy_built = Graph.from_edge_index(edge_index, 3, **{flag: np.bool_(value)})
+        plain = Graph.from_edge_index(edge_index, 3, **{flag: value})
+        assert torch.equal(numpy_built.rowptr, plain.rowptr)
+        assert torch.equal(numpy_built.col, plain.col)
+
+
 def test_fields_are_read_only():
     g = _triangle()
     for name in ("rowptr", "col", "num_nodes", "edge_weight", "edge_type"):

@@ -8,8 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from galfast._args import check_flag, check_real
 from galfast.nn._layer_checks import check_count
-from galfast.ops._checks import check_flag, check_real
 from galfast.ops.batch_norm import fused_batch_norm, update_running
 
 __all__ = ["BatchNorm"]

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 from torch.nn import Parameter
 
+from galfast._args import check_choice, check_flag, check_real
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features, cheb_block_terms
 from galfast.nn._graph_input import layer_graph
@@ -15,7 +16,6 @@ from galfast.nn._layer_checks import check_channels, check_count, check_features
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
 from galfast.ops import Block, aggregate, block_aggregate
-from galfast.ops._checks import check_choice, check_flag, check_real
 
 __all__ = ["ChebConv"]
 

@@ -9,10 +9,10 @@ import torch
 from torch import Tensor
 from torch.nn import Parameter
 
+from galfast._args import check_choice, check_flag, check_real
 from galfast.nn._layer_checks import check_callable, check_channels, check_count, check_features
 from galfast.nn.compgcn_graphs import CompGCNGraphs, compgcn_graphs
 from galfast.ops import compgcn_aggregate
-from galfast.ops._checks import check_choice, check_flag, check_real
 
 __all__ = ["CompGCNConv", "compose"]
 

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
+from galfast._args import check_flag, check_real
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features
 from galfast.nn._gat_attention import attention_weights, edge_logits, reported_edges
@@ -26,7 +27,6 @@ from galfast.nn._layer_checks import (
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import self_loops_replaced
 from galfast.ops import Block, gat_aggregate
-from galfast.ops._checks import check_flag, check_real
 
 __all__ = ["GATConv"]
 

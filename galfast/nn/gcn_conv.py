@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 from torch.nn import Parameter
 
+from galfast._args import check_flag
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features, gcn_block_terms
 from galfast.nn._graph_input import is_adjacency, layer_graph
@@ -16,7 +17,6 @@ from galfast.nn._node_features import aggregate_nodes, linear
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import gcn_norm, sparse_self_loops
 from galfast.ops import Block, block_aggregate
-from galfast.ops._checks import check_flag
 
 __all__ = ["GCNConv"]
 

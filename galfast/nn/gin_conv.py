@@ -7,6 +7,7 @@ from typing import Any, Callable, Optional, Union
 import torch
 from torch import Tensor
 
+from galfast._args import check_flag, check_real
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features
 from galfast.nn._graph_input import layer_graph, unweighted
@@ -14,7 +15,6 @@ from galfast.nn._layer_checks import check_callable, node_counts, split_features
 from galfast.nn._node_features import aggregate_nodes
 from galfast.nn._pyg_compat import FusedLayer, reset_module
 from galfast.ops import Block
-from galfast.ops._checks import check_flag, check_real
 
 __all__ = ["GINConv"]
 

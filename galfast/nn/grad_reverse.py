@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from galfast.ops._checks import check_real
+from galfast._args import check_real
 
 __all__ = ["GradReverse", "grad_reverse"]
 

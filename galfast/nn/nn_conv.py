@@ -10,12 +10,12 @@ from torch import Tensor
 from torch.nn import Parameter
 from torch.utils.checkpoint import checkpoint
 
+from galfast._args import check_choice, check_flag
 from galfast.graph import Graph
 from galfast.nn._graph_input import layer_graph
 from galfast.nn._layer_checks import check_callable, check_channels, check_features, node_counts
 from galfast.nn._pyg_compat import reset_module
 from galfast.ops import nnconv_aggregate
-from galfast.ops._checks import check_choice, check_flag
 
 __all__ = ["NNConv"]
 

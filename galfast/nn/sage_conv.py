@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from galfast._args import check_flag
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features
 from galfast.nn._graph_input import layer_graph, unweighted
@@ -24,7 +25,6 @@ from galfast.nn._message_edges import message_edges
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn._sage_aggregation import aggregated_channels, pyg_aggregation, run_aggregation
 from galfast.ops import Block, aggregate
-from galfast.ops._checks import check_flag
 
 __all__ = ["SAGEConv"]
 

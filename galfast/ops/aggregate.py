@@ -7,6 +7,7 @@ from typing import Any, Optional
 import torch
 from torch import Tensor
 
+from galfast._args import check_choice
 from galfast._dtypes import (
     accumulation_dtype,
     check_float_dtype,
@@ -16,7 +17,6 @@ from galfast._dtypes import (
 )
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
-from galfast.ops._checks import check_choice
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.segment_plan import num_segments, segment_plan

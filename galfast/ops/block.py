@@ -7,11 +7,11 @@ from typing import Any, Callable, Optional
 import torch
 from torch import Tensor
 
+from galfast._args import check_choice
 from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
 from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import Graph, _count, _index_tensor, check_csr
-from galfast.ops._checks import check_choice
 from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight, weight_like
 
 __all__ = ["Block", "block_aggregate"]

@@ -8,9 +8,9 @@ from typing import NamedTuple, Optional
 import torch
 from torch import Tensor
 
+from galfast._args import check_flag, check_int
 from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import Graph
-from galfast.ops._checks import check_flag, check_int
 from galfast.ops.block import Block
 from galfast.ops.sample_neighbors import _check_fanouts, sample_neighbors
 

@@ -16,10 +16,10 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from galfast._args import check_choice
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
-from galfast.ops._checks import check_choice
 from galfast.ops._eager import eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 

@@ -10,9 +10,9 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from galfast._args import check_int
 from galfast._native import _C
 from galfast.graph import Graph, check_node_ids, check_op_graph
-from galfast.ops._checks import check_int
 from galfast.ops._eager import tracing
 from galfast.ops._launch import ptr, run_kernel
 from galfast.ops.block import Block

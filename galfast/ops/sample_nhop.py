@@ -8,9 +8,9 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
+from galfast._args import check_choice, check_flag, check_int
 from galfast._native import _C
 from galfast.graph import Graph, check_csr, check_node_ids, check_op_graph, coalesce
-from galfast.ops._checks import check_choice, check_flag, check_int
 from galfast.ops._eager import tracing
 from galfast.ops._huge_pages import empty_on_huge_pages
 from galfast.ops._launch import kernel_op, ptr, run_kernel

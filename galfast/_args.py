@@ -1,8 +1,8 @@
-"""The checks of non-tensor arguments (counts, seeds, rates, flags, mode names) that the ops
-and the layers of galfast.nn share: each returns the value as the Python type the kernels and
-modules take, or raises a ValueError naming the argument. NumPy scalars and 0-d tensors are
-taken; a bool is not a number here (True would read as 1) and a float is not an int (2.5 would
-be truncated)."""
+"""The checks of non-tensor arguments (counts, seeds, rates, flags, mode names) that the
+Graph, the ops and the layers of galfast.nn share: each returns the value as the Python type
+the kernels and modules take, or raises a ValueError naming the argument. NumPy scalars and
+0-d tensors are taken; a bool is not a number here (True would read as 1) and a float is not
+an int (2.5 would be truncated)."""
 
 from __future__ import annotations
 
