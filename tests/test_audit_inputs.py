@@ -405,7 +405,7 @@ def test_an_attack_result_of_an_unknown_kind_is_refused_when_built():
 @pytest.mark.parametrize("progress", ["no", 0, None])
 def test_progress_must_be_a_bool(progress):
     # "no" is truthy: it showed the bar
-    with pytest.raises(TypeError, match="progress must be True or False"):
+    with pytest.raises(ValueError, match="progress must be a bool"):
         _run(progress=progress)
 
 

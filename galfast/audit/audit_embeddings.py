@@ -13,6 +13,7 @@ import torch
 from torch import Tensor
 from tqdm.auto import tqdm
 
+from galfast._args import check_flag
 from galfast._dtypes import all_finite, holds_integers
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict, training_epochs
 from galfast.audit.bounds import TradeoffBound, check_lipschitz, integer_labels, tradeoff_bound
@@ -255,8 +256,7 @@ def audit(
     pairings = [parse_pairing(a) for a in _names("attacks", attacks)]
     if not pairings or len({p.name for p in pairings}) != len(pairings):
         raise ValueError(f"attacks must be a non-empty list of distinct pairings, got {attacks!r}")
-    if not isinstance(progress, (bool, np.bool_)):  # "no" is truthy: it showed the bar
-        raise TypeError(f"progress must be True or False, got {progress!r}")
+    progress = check_flag("progress", progress)  # "no" is truthy: it showed the bar
     if strength not in STRENGTHS:
         raise ValueError(f"strength must be one of {STRENGTHS}, got {strength!r}")
     known_families = (*FAMILIES, *STRONG_FAMILIES)

@@ -7,6 +7,7 @@ import urllib.request
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from galfast._args import check_flag
 from galfast.datasets.download import (
     DatasetNotFoundError,
     Resource,
@@ -163,6 +164,7 @@ def _load(
     download: bool,
     opener: Callable[..., object],
 ) -> tuple[Path, dict[str, Path]]:
+    download = check_flag("download", download)  # download="no" is truthy: it downloaded
     if root is not None:
         folder, triples = _dataset_folder(Path(root).expanduser(), name)
     else:

@@ -15,6 +15,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
+from galfast._args import check_flag
 from galfast.datasets._arrays import sorted_unique
 from galfast.datasets.download import (
     DatasetNotFoundError,
@@ -418,6 +419,7 @@ def movielens(
     if unrated_movies not in ("keep", "drop"):
         raise ValueError(f"unrated_movies must be 'keep' or 'drop', got {unrated_movies!r}")
     spec = _VERSIONS[version]
+    download = check_flag("download", download)  # download="no" is truthy: it downloaded
     folder = _locate(spec, root, download, opener)
     parsed = (_parse_1m if version == "1m" else _parse_100k)(folder)
     order_users, order_movies = np.argsort(parsed["user_ids"]), np.argsort(parsed["movie_ids"])

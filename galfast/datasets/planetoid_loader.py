@@ -8,6 +8,7 @@ import warnings
 from pathlib import Path
 from typing import Callable, Optional, Union
 
+from galfast._args import check_flag
 from galfast.datasets.bundled import BUNDLED_DIR, load_bundled
 from galfast.datasets.download import DatasetNotFoundError, Resource, data_dir, fetch
 from galfast.datasets.graph_dataset import GraphDataset, build_graph_dataset
@@ -178,6 +179,7 @@ def planetoid(
     name = name.lower()
     if name not in PLANETOID_NAMES:
         raise ValueError(f"unknown Planetoid dataset {name!r}; expected one of {PLANETOID_NAMES}")
+    download = check_flag("download", download)  # download="no" is truthy: it downloaded
     missing_features = ""
     if root is not None:
         folder = _from_root(Path(root).expanduser(), name)

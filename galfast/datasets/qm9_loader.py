@@ -13,6 +13,7 @@ from typing import Callable, Optional, Union
 import numpy as np
 import torch
 
+from galfast._args import check_flag
 from galfast.datasets.download import DatasetNotFoundError, data_dir, fetch
 from galfast.datasets.molecule_dataset import MoleculeDataset
 from galfast.datasets.qm9_bonds import ORDER_FROM_SMILES, ORDER_SINGLE
@@ -193,6 +194,7 @@ def qm9(
     """
     if source not in QM9_SOURCES:
         raise ValueError(f"unknown QM9 source {source!r}; expected one of {QM9_SOURCES}")
+    download = check_flag("download", download)  # download="no" is truthy: it downloaded
     folder = Path(root).expanduser() if root is not None else data_dir() / "qm9"
     candidates = ("canonical", "qm9pack") if source == "auto" else (source,)
     for name in candidates:

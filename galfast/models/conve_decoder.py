@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast._args import check_flag
 from galfast.models._checks import rate, size
 from galfast.models.kg_decoder_inputs import check_query_embeddings
 
@@ -78,7 +79,7 @@ class ConvEDecoder(nn.Module):
             raise ValueError(f"kernel_size={kernel_size} does not fit the {2 * k_w} x {k_h} image")
         self.num_entities, self.dim, self.k_w, self.k_h = num_entities, dim, k_w, k_h
         self.input_norm = nn.BatchNorm2d(1)
-        self.conv = nn.Conv2d(1, num_filters, kernel_size, bias=conv_bias)
+        self.conv = nn.Conv2d(1, num_filters, kernel_size, bias=check_flag("conv_bias", conv_bias))
         self.conv_norm = nn.BatchNorm2d(num_filters)
         self.feature_dropout = nn.Dropout(feature_dropout)
         out_h, out_w = 2 * k_w - kernel_size + 1, k_h - kernel_size + 1

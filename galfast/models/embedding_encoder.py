@@ -8,6 +8,7 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast._args import check_flag
 from galfast.graph import Graph
 from galfast.models._checks import real, size
 from galfast.nn import BatchNorm, is_blocks, layer_graphs
@@ -71,6 +72,7 @@ class EmbeddingEncoder(nn.Module):
             raise ValueError(f"activation must be a module or callable, got {activation!r}")
         self.max_norm = max_norm
         self.embedding = nn.Embedding(num_nodes, dim)
+        batch_norm = check_flag("batch_norm", batch_norm)  # "no" is truthy
         self.norm = BatchNorm(dim) if batch_norm else nn.Identity()
         self.convs = nn.ModuleList(convs)
         self.activation = nn.ReLU() if activation is None else activation

@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from galfast._args import check_flag
 from galfast._dtypes import as_int
 from galfast.graph import Graph
 from galfast.models._checks import size
@@ -166,4 +167,4 @@ class MPNN(torch.nn.Module):
         ``return_embedding``."""
         z = self.embed(x, edge_index_or_graph, edge_attr, batch, num_graphs)
         out = self.lin2(z)
-        return (out, z) if return_embedding else out
+        return (out, z) if check_flag("return_embedding", return_embedding) else out

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Optional
 
-import numpy as np
 import torch
 from torch import Tensor
 
+from galfast._args import check_flag
 from galfast._dtypes import as_int
 
-__all__ = ["check_batch_size", "check_shuffle", "index_batches"]
+__all__ = ["check_batch_size", "index_batches"]
 
 
 def check_batch_size(batch_size: Optional[int]) -> Optional[int]:
@@ -24,13 +24,6 @@ def check_batch_size(batch_size: Optional[int]) -> Optional[int]:
             f"batch_size must be a positive int or None (one batch), got {batch_size!r}"
         )
     return size
-
-
-def check_shuffle(shuffle: bool) -> bool:
-    """``shuffle`` as a bool (NumPy's too); "no" or 0 are refused: a truthy string shuffled."""
-    if not isinstance(shuffle, (bool, np.bool_)):
-        raise ValueError(f"shuffle must be a bool, got {type(shuffle).__name__}")
-    return bool(shuffle)
 
 
 def index_batches(
@@ -47,7 +40,7 @@ def index_batches(
     on the CPU and copied once per epoch (a copy per batch from pageable memory made the host
     wait for the GPU's queued work at every step)."""
     # again: a batch_size or shuffle set on the batches after they were built
-    batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
+    batch_size, shuffle = check_batch_size(batch_size), check_flag("shuffle", shuffle)
     order = torch.randperm(n, generator=generator) if shuffle else torch.arange(n)
     if device is not None:
         order = order.to(device)

@@ -11,10 +11,11 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
+from galfast._args import check_flag
 from galfast._dtypes import all_finite
 from galfast.graph import _count
 from galfast.nn._layer_checks import check_count
-from galfast.train.batch_indices import check_batch_size, check_shuffle, index_batches
+from galfast.train.batch_indices import check_batch_size, index_batches
 from galfast.train.graph_batches import GraphBatch, GraphBatches
 
 __all__ = [
@@ -85,7 +86,7 @@ class NodeBatches:
             raise ValueError(f"y has {rows} rows for {nodes.numel()} nodes")
         _check_not_negative("nodes", nodes)
         _check_consistent_labels(nodes, y)
-        batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
+        batch_size, shuffle = check_batch_size(batch_size), check_flag("shuffle", shuffle)
         self.nodes, self.y = nodes.long(), y
         self.batch_size, self.shuffle = batch_size, shuffle
 
@@ -183,7 +184,7 @@ class LinkBatches:
         if num_nodes < 1 or (self.edge_index.numel() and int(self.edge_index.max()) >= num_nodes):
             raise ValueError(f"num_nodes={num_nodes} does not cover the node ids in edge_index")
         negatives = check_count("negatives", negatives, 0)
-        batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
+        batch_size, shuffle = check_batch_size(batch_size), check_flag("shuffle", shuffle)
         self.num_nodes, self.batch_size = num_nodes, batch_size
         self.negatives, self.shuffle = negatives, shuffle
 
@@ -253,7 +254,7 @@ class RatingBatches:
             raise ValueError(
                 f"ratings must have shape [{self.edge_index.size(1)}], got {list(ratings.shape)}"
             )
-        batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
+        batch_size, shuffle = check_batch_size(batch_size), check_flag("shuffle", shuffle)
         # One contiguous copy up front: every batch gathers from it (a transposed view, as
         # ``ratings[:, :2].t()``, makes each gather strided and several times slower).
         self.edge_index = self.edge_index.contiguous()

@@ -11,11 +11,12 @@ from typing import Any, Callable, Optional, Protocol, Union, runtime_checkable
 import torch
 from torch import Tensor, nn
 
+from galfast._args import check_flag
 from galfast._dtypes import holds_integers
 from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.graph import Graph
 from galfast.nn._graph_input import csr_from_coo
-from galfast.train.batch_indices import check_batch_size, check_shuffle, index_batches
+from galfast.train.batch_indices import check_batch_size, index_batches
 
 __all__ = ["GraphBatch", "GraphBatches", "GraphCollection"]
 
@@ -199,7 +200,7 @@ class GraphBatches:
                 _check_graph_objects(graphs)
             if transform is not None:
                 raise ValueError("transform applies to graph collections (with .batch()) only")
-        batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
+        batch_size, shuffle = check_batch_size(batch_size), check_flag("shuffle", shuffle)
         if index is None:
             index = torch.arange(len(graphs))
         if (

@@ -11,9 +11,10 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from galfast._args import check_flag
 from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.models.kg_queries import KGQueries
-from galfast.train.batch_indices import check_batch_size, check_shuffle
+from galfast.train.batch_indices import check_batch_size
 
 __all__ = ["OneToNBatch", "OneToNBatches"]
 
@@ -70,7 +71,7 @@ class OneToNBatches:
     ) -> None:
         if not isinstance(queries, KGQueries):
             raise ValueError(f"queries must be a KGQueries, got {type(queries).__name__}")
-        batch_size, shuffle = check_batch_size(batch_size), check_shuffle(shuffle)
+        batch_size, shuffle = check_batch_size(batch_size), check_flag("shuffle", shuffle)
         if seed is not None:
             seed = check_seed("seed", seed)
         self.queries, self.batch_size, self.shuffle, self.seed = queries, batch_size, shuffle, seed

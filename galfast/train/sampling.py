@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from torch import Tensor
 
+from galfast._args import check_flag
 from galfast._dtypes import as_int
 from galfast.ops.sample_neighbors import MAX_FANOUT, MAX_LAYERS
 
@@ -65,10 +66,7 @@ class NeighborSampling:
                 raise ValueError(f"fanouts[{hop}] must be -1 or in [0, {MAX_FANOUT}], got {count}")
             counts.append(count)
         object.__setattr__(self, "fanouts", tuple(counts))
-        if isinstance(self.weighted, np.bool_):  # its type's name is "bool" too
-            object.__setattr__(self, "weighted", bool(self.weighted))
-        if not isinstance(self.weighted, bool):
-            raise ValueError(f"weighted must be a bool, got {type(self.weighted).__name__}")
+        object.__setattr__(self, "weighted", check_flag("weighted", self.weighted))
         size = as_int(self.embed_chunk_size)
         if size is None or size < 1:
             raise ValueError(f"embed_chunk_size must be an int >= 1, got {self.embed_chunk_size!r}")

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from galfast._args import check_flag
 from galfast.gal.adversary_losses import adversary_loss, check_outputs, clip_weights
 from galfast.gal.pairing import PairingSpec, pair_nodes
 from galfast.gal.seeding import (
@@ -288,6 +289,7 @@ class GALTrainer(SampledSteps):
             raise ValueError(f"encoder must be a torch.nn.Module, got {type(encoder).__name__}")
         if not callable(task_head) or not callable(task_loss):
             raise ValueError("task_head and task_loss must be callables")
+        cuda_graphs = check_flag("cuda_graphs", cuda_graphs)  # "no" is truthy
         settings = GALConfig(
             distance=distance,
             lam=lam,
@@ -432,6 +434,7 @@ class GALTrainer(SampledSteps):
             LossDiverged: an epoch's task or adversary loss was NaN or infinite.
         """
         epochs = check_number("epochs", epochs, minimum=0, integer=True)
+        progress = check_flag("progress", progress)
         self._check_process_group()
         if graph is not None and not isinstance(graph, Graph):
             raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
