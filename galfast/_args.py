@@ -12,6 +12,7 @@ from collections.abc import Collection
 from typing import Any, Optional
 
 import numpy as np
+import torch
 from torch import Tensor
 
 from galfast._dtypes import as_int
@@ -66,6 +67,27 @@ def check_flag(name: str, value: Any) -> bool:
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     raise ValueError(f"{name} must be a bool, got {type(value).__name__} {value!r}")
+
+
+def check_device(device: Any) -> torch.device:
+    """``device`` (a torch.device, a str such as ``"cuda:0"``, or an index >= 0 of any integer
+    type) as a torch.device, for the ``.to`` of the Graph and the datasets. torch.device raised
+    a TypeError for None or 2.5 (an overload listing) and a RuntimeError for an unknown name;
+    an accelerator that is absent still fails where torch says so."""
+    if isinstance(device, torch.device):
+        return device
+    index = as_int(device)
+    if index is not None and index >= 0:
+        return torch.device(index)
+    if isinstance(device, str):
+        try:
+            return torch.device(device)
+        except RuntimeError:
+            pass
+    raise ValueError(
+        "device must be a torch.device, a device name such as 'cpu' or 'cuda:0', or an index "
+        f">= 0, got {device!r}"
+    )
 
 
 def check_choice(name: str, value: Any, choices: Collection) -> Optional[str]:

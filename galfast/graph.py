@@ -11,7 +11,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import torch
 from torch import Tensor
 
-from galfast._args import check_flag
+from galfast._args import check_device, check_flag
 from galfast._dtypes import all_finite
 from galfast._versions import check_unedited
 
@@ -469,7 +469,7 @@ class Graph:
 
     def to(self, device: Any) -> Graph:
         """A copy on `device` (caches are rebuilt there on demand)."""
-        device = torch.device(device)
+        device = check_device(device)
         if device == self.device:
             return self
         move = lambda t: None if t is None else t.to(device)  # noqa: E731

@@ -89,6 +89,13 @@ def test_from_edge_index_flags_are_true_or_false(flag):
         assert torch.equal(numpy_built.col, plain.col)
 
 
+@pytest.mark.parametrize("device", [None, 2.5, True, "gpu", -1])
+def test_to_names_a_device_it_cannot_read(device):
+    # torch.device raised a TypeError listing its overloads, or a RuntimeError
+    with pytest.raises(ValueError, match="device must be a torch.device"):
+        _triangle().to(device)
+
+
 def test_fields_are_read_only():
     g = _triangle()
     for name in ("rowptr", "col", "num_nodes", "edge_weight", "edge_type"):

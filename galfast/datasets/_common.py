@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 import torch
 from torch import Tensor
 
+from galfast._args import check_device
 from galfast.datasets.link_split import LinkSplit
 from galfast.graph import Graph
 
@@ -56,6 +57,7 @@ def check_attributes(
 
 def to_device(dataset: T, device: Any) -> T:
     """A copy of a dataset dataclass with every tensor, graph and split moved to `device`."""
+    device = check_device(device)
 
     def move(value: Any) -> Any:
         if isinstance(value, (Tensor, Graph, LinkSplit)):

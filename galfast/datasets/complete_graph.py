@@ -8,14 +8,21 @@ from dataclasses import replace
 
 import torch
 
+from galfast._args import check_flag
 from galfast.datasets.molecule_batch import MoleculeBatch, ranges
 
 __all__ = ["complete_graph", "with_distance"]
 
 
+def _check_batch(batch: object) -> None:
+    if not isinstance(batch, MoleculeBatch):  # else an AttributeError on its first field
+        raise ValueError(f"batch must be a MoleculeBatch, got {type(batch).__name__}")
+
+
 def with_distance(batch: MoleculeBatch) -> MoleculeBatch:
     """`batch` with one more edge feature column: the Euclidean distance (Angstrom, not
     normalised) between each edge's atoms."""
+    _check_batch(batch)
     source, target = batch.edge_index
     distance = (batch.pos[target] - batch.pos[source]).norm(dim=-1, keepdim=True)
     return replace(batch, edge_attr=torch.cat([batch.edge_attr, distance.to(batch.edge_attr)], 1))
@@ -28,8 +35,8 @@ def complete_graph(batch: MoleculeBatch, distance: bool = True) -> MoleculeBatch
     the interatomic distance is appended (:func:`with_distance`), giving PyG's example's
     ``[E, 5]`` edge features for QM9. Edges stay sorted by (target, source).
     """
-    if not isinstance(batch, MoleculeBatch):  # else an AttributeError on its first field
-        raise ValueError(f"batch must be a MoleculeBatch, got {type(batch).__name__}")
+    _check_batch(batch)
+    distance = check_flag("distance", distance)  # "no" is truthy
     atoms = torch.bincount(batch.batch, minlength=batch.num_graphs)
     first_atom = torch.cumsum(atoms, 0) - atoms
     pairs = ranges(torch.zeros_like(atoms), atoms * atoms)

@@ -21,7 +21,7 @@ import zipfile
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from tqdm.auto import tqdm
 
@@ -30,6 +30,8 @@ __all__ = [
     "DatasetNotFoundError",
     "Resource",
     "UnpinnedChecksumWarning",
+    "check_opener",
+    "check_root",
     "data_dir",
     "extract_zip",
     "fetch",
@@ -72,10 +74,48 @@ def data_dir() -> Path:
     configured = os.environ.get("GALFAST_DATA")
     if not configured:
         return Path.home() / ".cache" / "galfast"
+    return _folder("GALFAST_DATA", configured)
+
+
+def check_root(root: Any) -> Optional[Path]:
+    """A loader's ``root`` as a Path (``~`` expanded), or None for the cache. A str or an
+    os.PathLike; bytes too, decoded as ``os`` decodes file names (pathlib alone refuses
+    them). An int failed inside pathlib, an empty path read as the working folder."""
+    if root is None:
+        return None
+    if not isinstance(root, (str, bytes, os.PathLike)):
+        raise ValueError(f"root must be a path (str or os.PathLike), got {type(root).__name__}")
     try:
-        return Path(configured).expanduser()
+        text = os.fsdecode(root)
+    except TypeError as error:  # an __fspath__ returning neither str nor bytes
+        raise ValueError(f"root must be a path: {error}") from None
+    if not text:
+        raise ValueError("root must be a non-empty path (None: the cache folder)")
+    return _folder("root", text)
+
+
+def _folder(name: str, text: str) -> Path:
+    """`text` as a folder path: ``~`` expanded, refused when it holds a NUL or names a file
+    (the loaders looked for data under a file, qm9 failed on writing its cache there)."""
+    if "\0" in text:
+        raise ValueError(f"{name} must not contain a NUL character, got {text!r}")
+    try:
+        path = Path(text).expanduser()
     except RuntimeError as error:  # ~name of no user
-        raise ValueError(f"GALFAST_DATA={configured}: {error}") from None
+        raise ValueError(f"{name}={text}: {error}") from None
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"{name} must be a folder, {path} is a file")
+    return path
+
+
+def check_opener(opener: Any) -> Callable[..., object]:
+    """``opener`` when it is callable as ``urllib.request.urlopen`` is (checked even with
+    ``download=False``: None failed only once a download was needed)."""
+    if not callable(opener):
+        raise ValueError(
+            f"opener must be a callable like urllib.request.urlopen, got {type(opener).__name__}"
+        )
+    return opener
 
 
 def _pin_path(target: Path) -> Path:

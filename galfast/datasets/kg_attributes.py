@@ -5,13 +5,22 @@ from __future__ import annotations
 
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from galfast._dtypes import as_int
 from galfast.datasets.kg_triples import tab_separated_lines
 
-__all__ = ["POS_TAGS", "TYPES_KNOWN", "entity_types", "pos_and_sense"]
+__all__ = [
+    "MAX_SENSE_CAP",
+    "POS_TAGS",
+    "TYPES_KNOWN",
+    "check_sense_cap",
+    "check_type_options",
+    "entity_types",
+    "pos_and_sense",
+]
 
 # GAL's order of the WordNet part-of-speech tags (adjective, noun, adverb, verb).
 POS_TAGS = ("JJ", "NN", "RB", "VB")
@@ -29,6 +38,30 @@ def _entity_ids(entities: tuple[str, ...], names: list[str]) -> np.ndarray:
     return np.fromiter((entity_id.get(name, -1) for name in names), np.int64, count=len(names))
 
 
+# Beyond the largest sense number (51 in WN18RR's file) a cap only adds empty classes; 10**9
+# built a billion class names.
+MAX_SENSE_CAP = 1000
+
+
+def check_sense_cap(sense_cap: Any) -> int:
+    """``sense_cap`` as an int in ``[2, MAX_SENSE_CAP]`` (NumPy's ints too)."""
+    cap = as_int(sense_cap)
+    if cap is None or not 2 <= cap <= MAX_SENSE_CAP:
+        raise ValueError(f"sense_cap must be an int >= 2 and <= {MAX_SENSE_CAP}, got {sense_cap!r}")
+    return cap
+
+
+def check_type_options(top: Any, known: Any) -> tuple[int, str]:
+    """``top_types`` as a positive int (NumPy's too) and ``types_known`` one of
+    :data:`TYPES_KNOWN`."""
+    if not (isinstance(known, str) and known in TYPES_KNOWN):  # a list was unhashable
+        raise ValueError(f"types_known must be one of {TYPES_KNOWN}, got {known!r}")
+    count = as_int(top)
+    if count is None or count < 1:
+        raise ValueError(f"top_types must be a positive int, got {top!r}")
+    return count, str(known)
+
+
 def pos_and_sense(
     path: Path, entities: tuple[str, ...], sense_cap: int
 ) -> tuple[dict[str, Attribute], int]:
@@ -42,10 +75,7 @@ def pos_and_sense(
     Raises:
         ValueError: a malformed row, an unknown tag, a sense below 1 or an id given twice.
     """
-    cap = as_int(sense_cap)  # NumPy's ints too
-    if cap is None or cap < 2:
-        raise ValueError(f"sense_cap must be an int >= 2, got {sense_cap!r}")
-    sense_cap = cap
+    sense_cap = check_sense_cap(sense_cap)
     ids, tags, senses = [], [], []
     lines = tab_separated_lines(path)
     header = next(lines, (1, []))[1]
@@ -92,12 +122,7 @@ def entity_types(
     Returns the attribute and counts for the notes (``typed``, ``top``: entities with any /
     a top type).
     """
-    if known not in TYPES_KNOWN:
-        raise ValueError(f"types_known must be one of {TYPES_KNOWN}, got {known!r}")
-    count = as_int(top)
-    if count is None or count < 1:
-        raise ValueError(f"top_types must be a positive int, got {top!r}")
-    top = count
+    top, known = check_type_options(top, known)
     pairs = set()
     for number, fields in tab_separated_lines(path):
         if len(fields) != 2 or not all(fields):

@@ -11,12 +11,19 @@ from galfast._args import check_flag
 from galfast.datasets.download import (
     DatasetNotFoundError,
     Resource,
+    check_opener,
+    check_root,
     data_dir,
     extract_zip,
     fetch,
     verify_file,
 )
-from galfast.datasets.kg_attributes import entity_types, pos_and_sense
+from galfast.datasets.kg_attributes import (
+    check_sense_cap,
+    check_type_options,
+    entity_types,
+    pos_and_sense,
+)
 from galfast.datasets.kg_triples import read_triple_splits
 from galfast.datasets.knowledge_graph_dataset import (
     KnowledgeGraphDataset,
@@ -165,8 +172,9 @@ def _load(
     opener: Callable[..., object],
 ) -> tuple[Path, dict[str, Path]]:
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
+    root, opener = check_root(root), check_opener(opener)
     if root is not None:
-        folder, triples = _dataset_folder(Path(root).expanduser(), name)
+        folder, triples = _dataset_folder(root, name)
     else:
         folder, triples = _cached_folder(name, download, opener)
     files = {split: _verified(triples / f"{split}.txt", name, f"{split}.txt") for split in SPLITS}
@@ -212,6 +220,8 @@ def wn18rr(
         >>> ds.num_entities, ds.num_relations, len(ds.attribute_classes["sense"])
         (40943, 11, 20)
     """
+    # Before the triples are read: they were checked only when the attribute file was read.
+    sense_cap, attributes = check_sense_cap(sense_cap), check_flag("attributes", attributes)
     folder, files = _load("wn18rr", root, download, opener)
     raw = read_triple_splits(files)
     found, notes = {}, ()
@@ -271,6 +281,8 @@ def fb15k_237(
         >>> ds.attributes["types"].shape
         torch.Size([13060, 50])
     """
+    top_types, types_known = check_type_options(top_types, types_known)
+    attributes = check_flag("attributes", attributes)
     folder, files = _load("fb15k-237", root, download, opener)
     raw = read_triple_splits(files)
     found, notes = {}, ()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -9,8 +10,10 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from galfast._args import check_device, check_int
+from galfast._dtypes import as_int
 from galfast.datasets._arrays import sorted_unique
-from galfast.datasets._generator_args import check_held_out
+from galfast.datasets._generator_args import check_held_out, check_seed
 from galfast.graph import Graph
 
 __all__ = ["LinkSplit", "random_link_split", "sample_negative_edges", "undirected_pairs"]
@@ -42,6 +45,7 @@ class LinkSplit:
 
     def to(self, device: Any) -> LinkSplit:
         """A copy with every tensor (and the graph) on `device`."""
+        device = check_device(device)
         return replace(self, **{f.name: getattr(self, f.name).to(device) for f in fields(self)})
 
 
@@ -56,6 +60,15 @@ def undirected_pairs(edge_index: np.ndarray) -> np.ndarray:
     width = int(v.max()) + 1
     keys = sorted_unique(u * width + v)
     return np.stack([keys // width, keys % width])
+
+
+# Pairs are packed into int64 keys u * num_nodes + v.
+_MAX_NODES = math.isqrt(2**63 - 1) + 1
+
+
+def _check_num_nodes(num_nodes: Any) -> int:
+    # 5.5 or True were taken (True as 1 node), a negative count drew from an empty range.
+    return check_int("num_nodes", num_nodes, 0, _MAX_NODES)
 
 
 def _pair_keys(pairs: np.ndarray, num_nodes: int) -> np.ndarray:
@@ -88,9 +101,25 @@ def sample_negative_edges(
         >>> sample_negative_edges(4, np.array([[0], [1]]), 2, rng).shape
         (2, 2)
     """
-    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
+    num_nodes = _check_num_nodes(num_nodes)
+    number = as_int(count)  # NumPy's and 0-d tensors' ints too
+    if number is None or number < 0:
         raise ValueError(f"count must be an int >= 0, got {count!r}")
+    count = number
+    if not isinstance(rng, np.random.Generator):  # an int seed failed on rng.integers
+        raise ValueError(
+            f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got "
+            f"{type(rng).__name__}"
+        )
     forbidden = np.asarray(forbidden)
+    # None failed in a comparison; floats were truncated and a flat array reshaped to pairs.
+    if forbidden.size and (
+        forbidden.dtype.kind not in "iu" or forbidden.ndim != 2 or forbidden.shape[0] != 2
+    ):
+        raise ValueError(
+            f"forbidden must be a [2, F] array of integer node ids, got {forbidden.dtype} of "
+            f"shape {list(forbidden.shape)}"
+        )
     # A pair out of range would pack into the key of another pair and forbid that one.
     if forbidden.size and (forbidden.min() < 0 or forbidden.max() >= num_nodes):
         raise ValueError(f"forbidden holds a node id outside [0, {num_nodes})")
@@ -155,8 +184,10 @@ def random_link_split(
         seed: makes the split and the negatives reproducible.
     """
     check_held_out(test_fraction, val_fraction)
+    num_nodes = _check_num_nodes(num_nodes)
     _check_pairs(pairs, num_nodes)
-    rng = np.random.default_rng(np.random.SeedSequence([seed, 0x11A]))
+    # SeedSequence took True as 1, failed on 2.5 (TypeError) and on a 0-d tensor.
+    rng = np.random.default_rng(np.random.SeedSequence([check_seed(seed), 0x11A]))
     num_pairs = pairs.shape[1]
     num_val, num_test = int(val_fraction * num_pairs), int(test_fraction * num_pairs)
     perm = rng.permutation(num_pairs)

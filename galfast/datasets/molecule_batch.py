@@ -8,6 +8,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from galfast._args import check_device
 from galfast.graph import Graph
 
 __all__ = ["MoleculeBatch", "ranges"]
@@ -62,6 +63,7 @@ class MoleculeBatch:
         return self.edge_index.size(1)
 
     def to(self, device: Any) -> MoleculeBatch:
+        device = check_device(device)
         return MoleculeBatch(
             *(getattr(self, name).to(device) for name in self.__dataclass_fields__)
         )

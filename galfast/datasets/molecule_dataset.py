@@ -175,7 +175,7 @@ class MoleculeDataset:
 
     def target(self, name: str) -> Tensor:
         """The ``[G]`` column of target ``name`` (e.g. ``"mu"``)."""
-        if name not in self.target_names:
+        if not (isinstance(name, str) and name in self.target_names):  # an array: elementwise
             raise ValueError(f"{self.name} has no target {name!r}; it has {self.target_names}")
         return self.y[:, self.target_names.index(name)]
 

@@ -33,6 +33,8 @@ def paper_split(
     num_test, num_val = check_int("num_test", num_test), check_int("num_val", num_val)
     if seed is not None:
         seed = check_seed(seed, limit=2**64)
+    if num_molecules < 0:  # else torch.arange failed on it (num_test = num_val = 0)
+        raise ValueError(f"num_molecules must be >= 0, got {num_molecules}")
     if num_test < 0 or num_val < 0 or num_test + num_val > num_molecules:
         raise ValueError(
             f"num_test={num_test} and num_val={num_val} must be >= 0 and leave a training set "
@@ -57,6 +59,8 @@ def target_statistics(y: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
         raise ValueError(
             f"y and index must be a torch.Tensor, got {type(y).__name__} and {type(index).__name__}"
         )
+    if y.dim() == 0:  # else an IndexError from y.size(0)
+        raise ValueError("y must have a row per molecule, got a 0-d tensor")
     if index.dim() != 1 or not (holds_integers(index) or index.dtype == torch.bool):
         raise ValueError(
             f"index must be 1-D integer ids or a bool mask, got {index.dtype} of shape "

@@ -15,11 +15,14 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from galfast._args import check_flag
+from galfast._args import check_choice, check_flag
 from galfast.datasets._arrays import sorted_unique
+from galfast.datasets._generator_args import check_held_out, check_seed
 from galfast.datasets.download import (
     DatasetNotFoundError,
     Resource,
+    check_opener,
+    check_root,
     data_dir,
     extract_zip,
     fetch,
@@ -323,7 +326,7 @@ def _parse_100k(folder: Path) -> dict:
 
 def _locate(
     version: _Version,
-    root: Optional[Union[str, Path]],
+    root: Optional[Path],
     download: bool,
     opener: Callable[..., object],
 ) -> Path:
@@ -331,7 +334,6 @@ def _locate(
     (downloading and extracting the archive when needed)."""
     wanted = ", ".join(version.files)
     if root is not None:
-        root = Path(root).expanduser()
         for folder in (root / version.folder, root):
             if all((folder / name).is_file() for name in version.files):
                 return folder
@@ -412,14 +414,16 @@ def movielens(
         >>> ds.num_users, ds.num_movies, ds.num_ratings
         (6040, 3883, 1000209)
     """
-    if version not in _VERSIONS:
+    if not (isinstance(version, str) and version in _VERSIONS):  # a list was unhashable
         raise ValueError(
-            f"unknown MovieLens version {version!r}; expected one of {sorted(_VERSIONS)}"
+            f"version must be one of {sorted(_VERSIONS)}: unknown MovieLens version {version!r}"
         )
-    if unrated_movies not in ("keep", "drop"):
-        raise ValueError(f"unrated_movies must be 'keep' or 'drop', got {unrated_movies!r}")
+    check_choice("unrated_movies", unrated_movies, ("keep", "drop"))
     spec = _VERSIONS[version]
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
+    # Before the files are parsed (seconds for ML-1M): the split is drawn last.
+    seed, root, opener = check_seed(seed), check_root(root), check_opener(opener)
+    check_held_out(test_fraction)
     folder = _locate(spec, root, download, opener)
     parsed = (_parse_1m if version == "1m" else _parse_100k)(folder)
     order_users, order_movies = np.argsort(parsed["user_ids"]), np.argsort(parsed["movie_ids"])

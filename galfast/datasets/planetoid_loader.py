@@ -9,8 +9,16 @@ from pathlib import Path
 from typing import Callable, Optional, Union
 
 from galfast._args import check_flag
+from galfast.datasets._generator_args import check_held_out, check_seed
 from galfast.datasets.bundled import BUNDLED_DIR, load_bundled
-from galfast.datasets.download import DatasetNotFoundError, Resource, data_dir, fetch
+from galfast.datasets.download import (
+    DatasetNotFoundError,
+    Resource,
+    check_opener,
+    check_root,
+    data_dir,
+    fetch,
+)
 from galfast.datasets.graph_dataset import GraphDataset, build_graph_dataset
 from galfast.datasets.planetoid_raw import (
     FEATURE_PARTS,
@@ -176,13 +184,18 @@ def planetoid(
         >>> ds.num_nodes, ds.num_features, ds.num_classes
         (2708, 1433, 7)
     """
+    if not (isinstance(name, str) and name.lower() in PLANETOID_NAMES):  # None had no .lower
+        raise ValueError(
+            f"name must be one of {PLANETOID_NAMES}: unknown Planetoid dataset {name!r}"
+        )
     name = name.lower()
-    if name not in PLANETOID_NAMES:
-        raise ValueError(f"unknown Planetoid dataset {name!r}; expected one of {PLANETOID_NAMES}")
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
+    # Before any file is read: the link split is drawn last.
+    seed, root, opener = check_seed(seed), check_root(root), check_opener(opener)
+    check_held_out(test_fraction, val_fraction)
     missing_features = ""
     if root is not None:
-        folder = _from_root(Path(root).expanduser(), name)
+        folder = _from_root(root, name)
         raw = read_planetoid_raw(folder, name)
         absent = [f"ind.{name}.{part}" for part in FEATURE_PARTS if not _has(folder, name, (part,))]
         missing_features = f"{', '.join(absent)} not in {folder}"

@@ -13,8 +13,14 @@ from typing import Callable, Optional, Union
 import numpy as np
 import torch
 
-from galfast._args import check_flag
-from galfast.datasets.download import DatasetNotFoundError, data_dir, fetch
+from galfast._args import check_flag, check_int
+from galfast.datasets.download import (
+    DatasetNotFoundError,
+    check_opener,
+    check_root,
+    data_dir,
+    fetch,
+)
 from galfast.datasets.molecule_dataset import MoleculeDataset
 from galfast.datasets.qm9_bonds import ORDER_FROM_SMILES, ORDER_SINGLE
 from galfast.datasets.qm9_cache import cache_path, load_cache, save_cache
@@ -192,10 +198,14 @@ def qm9(
         >>> len(ds), ds.num_node_features, ds.target_names[:2]
         (130831, 11, ('mu', 'alpha'))
     """
-    if source not in QM9_SOURCES:
-        raise ValueError(f"unknown QM9 source {source!r}; expected one of {QM9_SOURCES}")
+    if not (isinstance(source, str) and source in QM9_SOURCES):
+        raise ValueError(f"source must be one of {QM9_SOURCES}: unknown QM9 source {source!r}")
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
-    folder = Path(root).expanduser() if root is not None else data_dir() / "qm9"
+    # Up front: 2.5 failed in the process pool only after the qm9pack files were read.
+    if workers is not None:
+        workers = check_int("workers", workers, 1, 2**63)
+    root, opener = check_root(root), check_opener(opener)
+    folder = root if root is not None else data_dir() / "qm9"
     candidates = ("canonical", "qm9pack") if source == "auto" else (source,)
     for name in candidates:
         cached = load_cache(cache_path(folder, name))

@@ -114,7 +114,8 @@ def _perceive_all(molecules: list[tuple], workers: int) -> list[tuple]:
     if workers <= 1 or len(chunks) <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return [result for chunk in chunks for result in _perceive_chunk(chunk)]
     context = multiprocessing.get_context("fork")
-    with ProcessPoolExecutor(workers, mp_context=context) as pool:
+    # fork starts every worker at once: no more of them than there is work for.
+    with ProcessPoolExecutor(min(workers, len(chunks)), mp_context=context) as pool:
         return [result for part in pool.map(_perceive_chunk, chunks) for result in part]
 
 

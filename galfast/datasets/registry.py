@@ -6,6 +6,8 @@ import inspect
 from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
+from galfast._args import check_int
+from galfast.datasets._generator_args import check_seed
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
 from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
@@ -44,7 +46,7 @@ _KNOWLEDGE_GRAPHS = {"fb15k-237": fb15k_237, "wn18rr": wn18rr}
 def synthetic(kind: str = "graph", **kwargs: Any) -> Union[GraphDataset, RatingDataset]:
     """A seeded synthetic dataset: ``kind="graph"`` -> :func:`synthetic_graph` (node/link task),
     ``kind="movielens"`` -> :func:`synthetic_movielens` (rating task); `kwargs` go to it."""
-    if kind not in _SYNTHETIC:
+    if not (isinstance(kind, str) and kind in _SYNTHETIC):  # a list was unhashable
         raise ValueError(f"unknown synthetic kind {kind!r}; expected one of {sorted(_SYNTHETIC)}")
     return _SYNTHETIC[kind](**kwargs)
 
@@ -71,7 +73,11 @@ def qm9_for_runs(
 ) -> MoleculeDataset:
     """:func:`qm9` by name, with ``molecules``: keep that many, drawn by a seeded shuffle
     (:meth:`MoleculeDataset.subset`), for reduced runs on small machines."""
+    if molecules is not None:  # before the load; its upper bound is known after it
+        molecules = check_int("molecules", molecules, 1, 2**63)
     dataset = qm9(root, source=source, download=download, workers=workers)
+    if molecules is not None and molecules > len(dataset):
+        raise ValueError(f"molecules must be at most {len(dataset)} (all of QM9), got {molecules}")
     return dataset if molecules is None else dataset.subset(molecules)
 
 
@@ -81,8 +87,8 @@ _FIXED = frozenset({"name", "version", "kind", "root", "seed"})
 
 def loader_options(name: str) -> tuple[str, ...]:
     """The keyword arguments ``load(name, ...)`` passes on to the dataset's loader (sorted)."""
-    if name not in DATASET_NAMES:
-        raise ValueError(f"unknown dataset {name!r}; expected one of {DATASET_NAMES}")
+    if not (isinstance(name, str) and name in DATASET_NAMES):  # an array compared elementwise
+        raise ValueError(f"name must be one of {DATASET_NAMES}: unknown dataset {name!r}")
     parameters = inspect.signature(_loader(name)).parameters
     return tuple(sorted(set(parameters) - _FIXED))
 
@@ -90,8 +96,9 @@ def loader_options(name: str) -> tuple[str, ...]:
 def loader_defaults(name: str) -> dict[str, Any]:
     """Each of :func:`loader_options` with its default value (``inspect.Parameter.empty``
     for one without)."""
+    options = loader_options(name)  # first: it checks the name
     parameters = inspect.signature(_loader(name)).parameters
-    return {key: parameters[key].default for key in loader_options(name)}
+    return {key: parameters[key].default for key in options}
 
 
 def load(
@@ -116,6 +123,7 @@ def load(
         3327
     """
     unknown = sorted(set(kwargs) - set(loader_options(name)))
+    seed = check_seed(seed)  # the knowledge graphs and QM9 ignore it, but not a bad one
     if unknown:
         raise ValueError(
             f"{name} takes no option {', '.join(map(repr, unknown))}; its options are "
