@@ -93,3 +93,29 @@ def test_negative_sampler_is_uniform_over_allowed_pairs():
         counts[(int(u), int(v))] = counts.get((int(u), int(v)), 0) + 1
     assert set(counts) == {(0, 2), (0, 3), (1, 3), (2, 3)}
     assert all(abs(c / 3000 - 0.25) < 0.04 for c in counts.values())
+
+
+def _split():
+    return random_link_split(*_ring_with_chords(), seed=0)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("val_pos", lambda t: t.t().contiguous(), r"val_pos must be a \[2, k\] tensor of node ids"),
+        ("test_neg", lambda t: t.float(), r"test_neg must be a \[2, k\] tensor of node ids"),
+        ("train_pos", lambda t: t.numpy(), r"train_pos must be a \[2, k\] tensor, got ndarray"),
+        ("val_neg", lambda t: t + 60, r"val_neg holds a node id outside \[0, 60\)"),
+        ("test_pos", lambda t: t - 100, r"test_pos holds a node id outside \[0, 60\)"),
+        ("graph", lambda g: g.edge_index(), "graph must be a galfast.Graph"),
+    ],
+)
+def test_a_hand_built_split_is_checked(field, value, message):
+    # [k, 2] pairs, float ids or ids past the graph were read as other pairs by the link
+    # losses and metrics
+    good = _split()
+    fields = {name: getattr(good, name) for name in good.__dataclass_fields__}
+    fields[field] = value(fields[field])
+    with pytest.raises(ValueError, match=message):
+        type(good)(**fields)
+

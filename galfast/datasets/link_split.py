@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from galfast._args import check_device, check_int
-from galfast._dtypes import as_int
+from galfast._dtypes import as_int, holds_integers
 from galfast.datasets._arrays import sorted_unique
 from galfast.datasets._generator_args import check_held_out, check_seed
 from galfast.graph import Graph
@@ -42,6 +42,31 @@ class LinkSplit:
     val_neg: Tensor
     test_pos: Tensor
     test_neg: Tensor
+
+    def __post_init__(self) -> None:
+        # A hand-built split with [k, 2] pairs, float ids or ids past the graph was read as
+        # other pairs by the link losses and metrics, without a word.
+        if not isinstance(self.graph, Graph):
+            raise ValueError(f"graph must be a galfast.Graph, got {type(self.graph).__name__}")
+        for f in fields(self)[1:]:
+            pairs = getattr(self, f.name)
+            if not isinstance(pairs, Tensor):
+                raise ValueError(f"{f.name} must be a [2, k] tensor, got {type(pairs).__name__}")
+            if not holds_integers(pairs) or pairs.dim() != 2 or pairs.size(0) != 2:
+                raise ValueError(
+                    f"{f.name} must be a [2, k] tensor of node ids (a pair a column), got "
+                    f"{pairs.dtype} of shape {list(pairs.shape)}"
+                )
+            if pairs.device != self.graph.device:
+                raise ValueError(
+                    f"{f.name} is on {pairs.device} but the graph is on {self.graph.device}"
+                )
+            if pairs.device.type == "meta" or not pairs.numel():
+                continue  # a meta split (shapes only) has no ids to read
+            if int(pairs.min()) < 0 or int(pairs.max()) >= self.graph.num_nodes:
+                raise ValueError(
+                    f"{f.name} holds a node id outside [0, {self.graph.num_nodes}) of the graph"
+                )
 
     def to(self, device: Any) -> LinkSplit:
         """A copy with every tensor (and the graph) on `device`."""
