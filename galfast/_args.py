@@ -71,7 +71,7 @@ def check_flag(name: str, value: Any) -> bool:
 
 def check_device(device: Any) -> torch.device:
     """``device`` (a torch.device, a str such as ``"cuda:0"``, or an index >= 0 of any integer
-    type) as a torch.device, for the ``.to`` of the Graph and the datasets. torch.device raised
+    type) as a torch.device, for every ``.to`` and device argument of the API. torch.device raised
     a TypeError for None or 2.5 (an overload listing) and a RuntimeError for an unknown name;
     an accelerator that is absent still fails where torch says so."""
     if isinstance(device, torch.device):

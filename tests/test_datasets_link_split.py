@@ -118,4 +118,3 @@ def test_a_hand_built_split_is_checked(field, value, message):
     fields[field] = value(fields[field])
     with pytest.raises(ValueError, match=message):
         type(good)(**fields)
-

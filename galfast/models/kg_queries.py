@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from galfast._args import check_device
 from galfast._dtypes import as_int, holds_integers
 
 __all__ = ["KGQueries", "check_triples", "kg_queries", "with_inverses"]
@@ -169,6 +170,7 @@ class KGQueries:
         return out
 
     def to(self, device) -> KGQueries:
+        device = check_device(device)
         return KGQueries(
             self.queries.to(device),
             self.offsets.to(device),

@@ -7,7 +7,7 @@ from typing import Any, Callable, Optional
 import torch
 from torch import Tensor
 
-from galfast._args import check_choice
+from galfast._args import check_choice, check_device
 from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
 from galfast._versions import check_unedited, tensor_versions
@@ -137,7 +137,7 @@ class Block:
 
     def to(self, device: Any) -> Block:
         """A copy on `device` (caches are rebuilt there on demand)."""
-        device = torch.device(device)
+        device = check_device(device)
         if device == self.device:
             return self
         self.check_unmodified()

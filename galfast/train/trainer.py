@@ -14,7 +14,7 @@ import torch
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
-from galfast._args import check_flag
+from galfast._args import check_device, check_flag
 from galfast.gal.adversary_losses import adversary_loss, check_outputs, clip_weights
 from galfast.gal.pairing import PairingSpec, pair_nodes
 from galfast.gal.seeding import (
@@ -333,7 +333,7 @@ class GALTrainer(SampledSteps):
         if isinstance(attacker, Mapping) and not isinstance(attacker, nn.ModuleDict):
             attacker = nn.ModuleDict(dict(attacker))
 
-        self.device = torch.device(device) if device is not None else self._module_device(encoder)
+        self.device = check_device(device) if device is not None else self._module_device(encoder)
         if self.device.type == "cuda" and self.device.index is None:
             # One spelling of the device, so graph.to(self.device) keeps the same Graph object.
             self.device = torch.device("cuda", torch.cuda.current_device())
