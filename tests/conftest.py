@@ -1,9 +1,11 @@
-"""Shared pytest setup: CUDA tests skip cleanly without a GPU; an opt-in one-thread fixture."""
+"""Shared pytest setup: CUDA tests skip cleanly without a GPU; an opt-in one-thread fixture;
+small WN18RR / FB15k-237 folders with pinned checksums."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from kg_fixtures import pin_folder, write_fb15k_237, write_wn18rr
 
 
 def pytest_collection_modifyitems(config, items):
@@ -33,3 +35,19 @@ def aggregate_simd(request):
     before = _C.set_aggregate_simd(request.param)
     yield request.param
     _C.set_aggregate_simd(before)
+
+
+@pytest.fixture
+def wn_folder(tmp_path, monkeypatch):
+    """A small WN18RR folder (tests/kg_fixtures.py), its files' checksums pinned."""
+    folder = write_wn18rr(tmp_path / "wn18rr")
+    pin_folder(monkeypatch, "wn18rr", folder)
+    return folder
+
+
+@pytest.fixture
+def fb_folder(tmp_path, monkeypatch):
+    """A small FB15k-237 folder with entity types, its files' checksums pinned."""
+    folder = write_fb15k_237(tmp_path / "fb15k-237")
+    pin_folder(monkeypatch, "fb15k-237", folder)
+    return folder

@@ -46,20 +46,6 @@ SHARED = _shared_data()
 needs_shared = pytest.mark.skipif(SHARED is None, reason="no shared FB15k-237 / WN18RR copy here")
 
 
-@pytest.fixture
-def wn_folder(tmp_path, monkeypatch):
-    folder = write_wn18rr(tmp_path / "wn18rr")
-    pin_folder(monkeypatch, "wn18rr", folder)
-    return folder
-
-
-@pytest.fixture
-def fb_folder(tmp_path, monkeypatch):
-    folder = write_fb15k_237(tmp_path / "fb15k-237")
-    pin_folder(monkeypatch, "fb15k-237", folder)
-    return folder
-
-
 def _ids(names, vocabulary):
     return [vocabulary.index(n) for n in names]
 

@@ -12,7 +12,6 @@ from dataclasses import fields
 import numpy as np
 import pytest
 import torch
-from kg_fixtures import pin_folder, write_fb15k_237, write_wn18rr
 from qm9_fixture import write_canonical
 
 from galfast.datasets import (
@@ -55,20 +54,6 @@ def a_file(tmp_path):
 
 
 @pytest.fixture
-def wn(tmp_path, monkeypatch):
-    folder = write_wn18rr(tmp_path / "wn18rr")
-    pin_folder(monkeypatch, "wn18rr", folder)
-    return folder
-
-
-@pytest.fixture
-def fb(tmp_path, monkeypatch):
-    folder = write_fb15k_237(tmp_path / "fb15k-237")
-    pin_folder(monkeypatch, "fb15k-237", folder)
-    return folder
-
-
-@pytest.fixture
 def ml(tmp_path):
     """A tiny ML-100K: 3 users, 3 movies, 6 ratings."""
     folder = tmp_path / "ml-100k"
@@ -97,7 +82,7 @@ def _same_link_split(a, b) -> bool:
 # ------------------------------------------------------------------ roots
 
 
-def _loaders(wn, fb, ml, qm9_root):
+def _loaders(wn_folder, fb_folder, ml, qm9_root):
     """Each loader as root -> dataset, offline."""
     return {
         "planetoid": lambda root: planetoid("cora", root=root, download=False, opener=offline),
@@ -123,26 +108,30 @@ LOADERS = ("planetoid", "movielens", "qm9", "wn18rr", "fb15k_237")
         ("data\0x", "root must not contain a NUL"),
     ],
 )
-def test_a_root_that_is_no_path_is_refused(loader, root, message, wn, fb, ml, qm9_root):
+def test_a_root_that_is_no_path_is_refused(
+    loader, root, message, wn_folder, fb_folder, ml, qm9_root
+):
     with pytest.raises(ValueError, match=message):
-        _loaders(wn, fb, ml, qm9_root)[loader](root)
+        _loaders(wn_folder, fb_folder, ml, qm9_root)[loader](root)
 
 
 @pytest.mark.parametrize("loader", LOADERS)
-def test_a_root_that_is_a_file_is_refused(loader, a_file, wn, fb, ml, qm9_root):
+def test_a_root_that_is_a_file_is_refused(loader, a_file, wn_folder, fb_folder, ml, qm9_root):
     # was "no files under .../notes.txt"; qm9 parsed for minutes, then failed writing its cache
     with pytest.raises(ValueError, match="root must be a folder, .*notes.txt is a file"):
-        _loaders(wn, fb, ml, qm9_root)[loader](a_file)
+        _loaders(wn_folder, fb_folder, ml, qm9_root)[loader](a_file)
 
 
 @pytest.mark.parametrize("loader", ("planetoid", "movielens", "wn18rr", "fb15k_237"))
 @pytest.mark.parametrize("where", ("empty", "missing"))
-def test_a_root_without_the_data_says_what_is_missing(loader, where, tmp_path, wn, fb, ml):
+def test_a_root_without_the_data_says_what_is_missing(
+    loader, where, tmp_path, wn_folder, fb_folder, ml
+):
     root = tmp_path / where
     if where == "empty":
         root.mkdir()
     with pytest.raises(FileNotFoundError, match="no .* under"):  # DatasetNotFoundError
-        _loaders(wn, fb, ml, None)[loader](root)
+        _loaders(wn_folder, fb_folder, ml, None)[loader](root)
 
 
 class _BytesPath:
@@ -154,9 +143,9 @@ class _BytesPath:
 
 
 @pytest.mark.parametrize("form", [os.fsencode, _BytesPath, str])
-def test_bytes_and_path_like_roots_read_the_same_folder(form, wn):
-    plain = wn18rr(root=wn)
-    given = wn18rr(root=form(wn))
+def test_bytes_and_path_like_roots_read_the_same_folder(form, wn_folder):
+    plain = wn18rr(root=wn_folder)
+    given = wn18rr(root=form(wn_folder))
     assert given.entities == plain.entities and torch.equal(given.train, plain.train)
     assert torch.equal(given.attributes["sense"], plain.attributes["sense"])
 
@@ -172,14 +161,16 @@ def test_a_cache_setting_that_names_a_file_is_refused(a_file, monkeypatch):
 
 @pytest.mark.parametrize("opener", [None, 3, "urlopen"])
 @pytest.mark.parametrize("loader", LOADERS)
-def test_an_opener_must_be_callable_even_without_downloads(loader, opener, wn, fb, ml, qm9_root):
+def test_an_opener_must_be_callable_even_without_downloads(
+    loader, opener, wn_folder, fb_folder, ml, qm9_root
+):
     # None failed with "'NoneType' object is not callable" once a file had to be downloaded
     call = {
         "planetoid": lambda: planetoid("cora", download=False, opener=opener),
         "movielens": lambda: movielens("100k", ml, opener=opener),
         "qm9": lambda: qm9(qm9_root, opener=opener, **QM9),
-        "wn18rr": lambda: wn18rr(root=wn, opener=opener),
-        "fb15k_237": lambda: fb15k_237(root=fb, top_types=3, opener=opener),
+        "wn18rr": lambda: wn18rr(root=wn_folder, opener=opener),
+        "fb15k_237": lambda: fb15k_237(root=fb_folder, top_types=3, opener=opener),
     }[loader]
     with pytest.raises(ValueError, match="opener must be a callable"):
         call()
@@ -281,9 +272,9 @@ def test_movielens_seeds_are_checked_before_the_files_are_read(seed, tmp_path):
 
 
 @pytest.mark.parametrize("seed", [-1, 2.5, True, "x"])
-def test_load_checks_the_seed_of_datasets_that_ignore_it(seed, wn):
+def test_load_checks_the_seed_of_datasets_that_ignore_it(seed, wn_folder):
     with pytest.raises(ValueError, match="seed must be an int"):
-        load("wn18rr", root=wn, seed=seed)
+        load("wn18rr", root=wn_folder, seed=seed)
 
 
 @pytest.mark.parametrize("seed", [np.int64(3), np.uint8(3), torch.tensor(3)])
@@ -302,14 +293,17 @@ def test_movielens_test_fraction_is_checked_before_the_files_are_read(fraction, 
 
 
 @pytest.mark.parametrize("cap", [1, 2.5, True, "3", None, 10**6])
-def test_wn18rr_sense_cap_is_checked_without_attributes_too(cap, wn):
+def test_wn18rr_sense_cap_is_checked_without_attributes_too(cap, wn_folder):
     # only checked when the attribute file was read; 10**9 built a billion class names
     with pytest.raises(ValueError, match="sense_cap must be an int >= 2"):
-        wn18rr(root=wn, sense_cap=cap, attributes=False)
+        wn18rr(root=wn_folder, sense_cap=cap, attributes=False)
 
 
-def test_wn18rr_takes_a_numpy_sense_cap(wn):
-    given, plain = wn18rr(root=wn, sense_cap=np.int64(3)), wn18rr(root=wn, sense_cap=3)
+def test_wn18rr_takes_a_numpy_sense_cap(wn_folder):
+    given, plain = (
+        wn18rr(root=wn_folder, sense_cap=np.int64(3)),
+        wn18rr(root=wn_folder, sense_cap=3),
+    )
     assert torch.equal(given.attributes["sense"], plain.attributes["sense"])
 
 
@@ -322,17 +316,17 @@ def test_wn18rr_takes_a_numpy_sense_cap(wn):
         (dict(types_known=["top"]), "types_known must be one of"),  # unhashable
     ],
 )
-def test_fb15k_237_type_options_are_checked_without_attributes_too(options, message, fb):
+def test_fb15k_237_type_options_are_checked_without_attributes_too(options, message, fb_folder):
     with pytest.raises(ValueError, match=message):
-        fb15k_237(root=fb, attributes=False, **options)
+        fb15k_237(root=fb_folder, attributes=False, **options)
 
 
 @pytest.mark.parametrize("loader", ("wn18rr", "fb15k_237"))
 @pytest.mark.parametrize("flag", ["no", 0, None])
-def test_knowledge_graph_attributes_is_a_flag(loader, flag, wn, fb):
+def test_knowledge_graph_attributes_is_a_flag(loader, flag, wn_folder, fb_folder):
     # "no" is truthy: the attributes were read
-    call = {"wn18rr": lambda: wn18rr(root=wn, attributes=flag)}
-    call["fb15k_237"] = lambda: fb15k_237(root=fb, top_types=3, attributes=flag)
+    call = {"wn18rr": lambda: wn18rr(root=wn_folder, attributes=flag)}
+    call["fb15k_237"] = lambda: fb15k_237(root=fb_folder, top_types=3, attributes=flag)
     with pytest.raises(ValueError, match="attributes must be a bool"):
         call[loader]()
 
@@ -420,7 +414,7 @@ def test_complete_graph_distance_is_a_flag(flag, qm9_root):
 # ------------------------------------------------------------------ .to(device)
 
 
-def _moved(kind, wn, ml, qm9_root):
+def _moved(kind, wn_folder, ml, qm9_root):
     if kind == "graph":
         return synthetic_graph(30, num_features=4)
     if kind == "link_split":
@@ -428,7 +422,7 @@ def _moved(kind, wn, ml, qm9_root):
     if kind == "ratings":
         return movielens("100k", root=ml)
     if kind == "knowledge_graph":
-        return wn18rr(root=wn)
+        return wn18rr(root=wn_folder)
     molecules = qm9(qm9_root, **QM9)
     return molecules if kind == "molecules" else molecules.batch([0, 1])
 
@@ -437,17 +431,17 @@ KINDS = ("graph", "link_split", "ratings", "knowledge_graph", "molecules", "batc
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_to_refuses_what_is_no_device(kind, wn, ml, qm9_root):
+def test_to_refuses_what_is_no_device(kind, wn_folder, ml, qm9_root):
     # None, 2.5: TypeError listing torch.device's overloads; "gpu": RuntimeError
-    dataset = _moved(kind, wn, ml, qm9_root)
+    dataset = _moved(kind, wn_folder, ml, qm9_root)
     for device in (None, 2.5, True, "gpu", -1, [0]):
         with pytest.raises(ValueError, match="device must be a torch.device"):
             dataset.to(device)
 
 
 @pytest.mark.parametrize("kind", KINDS)
-def test_to_takes_a_device_name_or_a_torch_device(kind, wn, ml, qm9_root):
-    dataset = _moved(kind, wn, ml, qm9_root)
+def test_to_takes_a_device_name_or_a_torch_device(kind, wn_folder, ml, qm9_root):
+    dataset = _moved(kind, wn_folder, ml, qm9_root)
     by_name, by_device = dataset.to("cpu"), dataset.to(torch.device("cpu"))
     assert type(by_name) is type(by_device) is type(dataset)
     for field in fields(dataset):
