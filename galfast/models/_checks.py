@@ -3,7 +3,6 @@ ValueError naming the argument rather than a TypeError from a comparison or from
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any
 
@@ -28,11 +27,4 @@ def rate(name: str, value: Any) -> float:
     comparison with a TypeError."""
     if not real(value) or not 0.0 <= value < 1.0:
         raise ValueError(f"{name} must lie in [0, 1), got {value!r}")
-    return float(value)
-
-
-def finite(name: str, value: Any) -> float:
-    """``value`` as a finite float."""
-    if not real(value) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value!r}")
     return float(value)

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
-from galfast.models._checks import finite, rate
+from galfast._args import check_real
+from galfast.models._checks import rate
 from galfast.models._checks import size as layer_size
 from galfast.nn._layer_checks import check_features
 
@@ -55,7 +56,7 @@ class AttackerMLP(nn.Module):
         hidden = [layer_size("hidden", h) for h in hidden]
         dropout = rate("dropout", dropout)
         # nn.LeakyReLU takes any value: NaN gave NaN outputs, a string failed at the forward.
-        negative_slope = finite("negative_slope", negative_slope)
+        negative_slope = check_real("negative_slope", negative_slope)
         layers: list[nn.Module] = []
         width = in_dim
         for size in hidden:
