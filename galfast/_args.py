@@ -1,6 +1,6 @@
-"""The checks of non-tensor arguments (counts, seeds, rates, flags, mode names) that the
-Graph, the ops and the layers of galfast.nn share: each returns the value as the Python type
-the kernels and modules take, or raises a ValueError naming the argument. NumPy scalars and
+"""The checks of non-tensor arguments (counts, seeds, rates, flags, mode names, devices) that
+the whole API shares: each returns the value as the Python type the kernels and modules
+take, or raises a ValueError naming the argument. NumPy scalars and
 0-d tensors are taken; a bool is not a number here (True would read as 1) and a float is not
 an int (2.5 would be truncated)."""
 
@@ -18,17 +18,32 @@ from torch import Tensor
 from galfast._dtypes import as_int
 
 
-def check_int(name: str, value: Any, low: int, high: int) -> int:
-    """``value`` as a Python int in ``[low, high)``: any integer type (NumPy's, a 0-d integer
-    tensor's) but a bool."""
-    if type(value) is int and low <= value < high:  # the common case, in one test
+def check_int(name: str, value: Any, low: int, high: Optional[int] = None) -> int:
+    """``value`` as a Python int in ``[low, high)`` (no upper bound without ``high``): any
+    integer type (NumPy's, as ``labels.max() + 1`` gives, a 0-d integer tensor's) but a bool;
+    a float would be refused by torch deep inside, or silently truncated."""
+    if type(value) is int and low <= value and (high is None or value < high):  # common case
         return value
     number = as_int(value)
     if number is None:
         raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if not low <= number < high:
+    if high is None:
+        if number < low:
+            raise ValueError(f"{name} must be >= {low}, got {number}")
+    elif not low <= number < high:
         raise ValueError(f"{name} must lie in [{low}, {_shown(high)}), got {number}")
     return number
+
+
+def plain_number(value: object) -> object:
+    """A NumPy (or 0-d tensor) integer as an int, a NumPy float as a float; anything else as it
+    is, for the caller's checks to judge (bools stay bools, to be refused as counts)."""
+    number = as_int(value)
+    if number is not None:
+        return number
+    if isinstance(value, numbers.Real) and not isinstance(value, (bool, float)):
+        return float(value)
+    return value
 
 
 def _shown(bound: int) -> str:

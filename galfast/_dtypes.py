@@ -4,7 +4,6 @@ and the checks of dtypes the ops and models share."""
 from __future__ import annotations
 
 import math
-import numbers
 import operator
 from typing import Optional
 
@@ -56,17 +55,6 @@ def as_int(value: object) -> Optional[int]:
         return operator.index(value)
     except TypeError:
         return None
-
-
-def plain_number(value: object) -> object:
-    """A NumPy (or 0-d tensor) integer as an int, a NumPy float as a float; anything else as it
-    is, for the caller's checks to judge (bools stay bools, to be refused as counts)."""
-    number = as_int(value)
-    if number is not None:
-        return number
-    if isinstance(value, numbers.Real) and not isinstance(value, (bool, float)):
-        return float(value)
-    return value
 
 
 def holds_integers(t: torch.Tensor) -> bool:

@@ -167,11 +167,12 @@ BAD_INTS = {
 }
 
 
-@pytest.mark.parametrize("bad", BAD_INTS)
-@pytest.mark.parametrize("name, arg", INT_CASES)
+@pytest.mark.parametrize(
+    "name, arg, bad",
+    # edge_dim=None means no edge features
+    [(n, a, b) for n, a in INT_CASES for b in BAD_INTS if (a, b) != ("edge_dim", "None")],
+)
 def test_non_integer_count_is_refused_by_name(name, arg, bad):
-    if arg == "edge_dim" and bad == "None":
-        pytest.skip("edge_dim=None means no edge features")
     with pytest.raises(ValueError, match=rf"^{arg} must be an int, got"):
         make(name, **{arg: BAD_INTS[bad]})
 
@@ -248,14 +249,20 @@ BAD_FLOATS = {
 }
 
 
-@pytest.mark.parametrize("bad", BAD_FLOATS)
-@pytest.mark.parametrize("case", FLOAT_CASES)
+def _meaningful(arg: str, bad: str) -> bool:
+    """momentum=None and fill_value=None have a meaning (as in torch / PyG), and a tensor
+    fill_value holds the loops' edge features."""
+    return (bad == "None" and arg in ("momentum", "fill_value")) or (
+        bad == "1-d tensor" and arg == "fill_value"
+    )
+
+
+@pytest.mark.parametrize(
+    "case, bad",
+    [(c, b) for c in FLOAT_CASES for b in BAD_FLOATS if not _meaningful(FLOAT_CASES[c][1], b)],
+)
 def test_non_finite_or_non_numeric_float_is_refused_by_name(case, bad):
     name, arg, extra, _ = FLOAT_CASES[case]
-    if bad == "None" and arg in ("momentum", "fill_value"):
-        pytest.skip(f"{arg}=None has a meaning (as in torch / PyG)")
-    if bad == "1-d tensor" and arg == "fill_value":
-        pytest.skip("a tensor fill_value holds the loops' edge features")
     reduction = arg == "fill_value" and bad == "str"  # a string names a reduction there
     message = "must be a number, a tensor or one of" if reduction else "must be a finite number"
     with pytest.raises(ValueError, match=rf"^{arg} {message}"):
@@ -325,11 +332,17 @@ BAD_FLAGS = {
 }
 
 
-@pytest.mark.parametrize("bad", BAD_FLAGS)
-@pytest.mark.parametrize("name, arg", FLAG_CASES)
+@pytest.mark.parametrize(
+    "name, arg, bad",
+    # GCNConv's add_self_loops=None follows normalize
+    [
+        (n, a, b)
+        for n, a in FLAG_CASES
+        for b in BAD_FLAGS
+        if (n, a, b) != ("GCNConv", "add_self_loops", "None")
+    ],
+)
 def test_non_boolean_flag_is_refused_by_name(name, arg, bad):
-    if (name, arg, bad) == ("GCNConv", "add_self_loops", "None"):
-        pytest.skip("add_self_loops=None follows normalize")
     with pytest.raises(ValueError, match=f"^{arg} must be a bool, got"):
         make(name, **{arg: BAD_FLAGS[bad]})
 

@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 from torch import Tensor
 
-from galfast._dtypes import plain_number
+from galfast._args import plain_number
 from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.datasets import DATASET_NAMES, KG_NAMES

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from galfast._dtypes import plain_number
+from galfast._args import plain_number
 
 __all__ = ["KG_ENCODERS", "KG_MODEL_OPTIONS", "check_kg_model_options", "kg_model_options"]
 

@@ -6,14 +6,14 @@ from __future__ import annotations
 import numbers
 from typing import Any
 
-from galfast.nn._layer_checks import check_count
+from galfast._args import check_int
 
 
 def size(name: str, value: Any, low: int = 1) -> int:
     """``value`` as an int of at least ``low``: Python's, NumPy's or a 0-d tensor's integer
     (torch refuses a NumPy integer as a size, a float fails deep inside it, and a bool is no
     size)."""
-    return check_count(name, value, low)
+    return check_int(name, value, low)
 
 
 def real(value: Any) -> bool:

@@ -8,22 +8,9 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
-from galfast._dtypes import as_int
+from galfast._args import check_int
 
 Channels = Union[int, tuple[int, int]]
-
-
-def check_count(name: str, value: Any, low: int) -> int:
-    """``value`` as a Python int: an integer of any type (NumPy's, as ``labels.max() + 1``
-    gives, or a 0-d integer tensor's) of at least ``low``; ValueError naming ``name`` for a
-    bool, a float (torch would refuse it deep inside or silently truncate it) or anything
-    else."""
-    number = as_int(value)
-    if number is None:
-        raise ValueError(f"{name} must be an int, got {type(value).__name__}")
-    if number < low:
-        raise ValueError(f"{name} must be >= {low}, got {number}")
-    return number
 
 
 def check_channels(
@@ -45,7 +32,7 @@ def check_channels(
                 f"in_channels must be an int or a (source, destination) pair, got {in_channels}"
             )
         in_channels = tuple(
-            check_count(f"in_channels ({side})", value, low)
+            check_int(f"in_channels ({side})", value, low)
             for side, value in zip(("source", "destination"), in_channels)
         )
     else:
@@ -54,8 +41,8 @@ def check_channels(
                 "this layer takes one node set: in_channels must be an int, got "
                 f"{tuple(in_channels)}"
             )
-        in_channels = check_count("in_channels", in_channels, low)
-    return in_channels, check_count("out_channels", out_channels, minimum_out)
+        in_channels = check_int("in_channels", in_channels, low)
+    return in_channels, check_int("out_channels", out_channels, minimum_out)
 
 
 def check_callable(name: str, value: Any) -> Any:
@@ -111,7 +98,7 @@ def node_counts(
             raise ValueError(f"size must be a pair (num_src, num_dst), got {size!r}")
         # int() would truncate a float count, and read a bool as 0 or 1.
         given = [
-            None if value is None else check_count(f"size ({name})", value, 0)
+            None if value is None else check_int(f"size ({name})", value, 0)
             for name, value in zip(("num_src", "num_dst"), size)
         ]
         for name, count, seen in zip(("num_src", "num_dst"), given, (num_src, num_dst)):

@@ -8,8 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from galfast._args import check_flag, check_real
-from galfast.nn._layer_checks import check_count
+from galfast._args import check_flag, check_int, check_real
 from galfast.ops.batch_norm import fused_batch_norm, update_running
 
 __all__ = ["BatchNorm"]
@@ -69,7 +68,7 @@ class BatchNorm(torch.nn.Module):
     ) -> None:
         super().__init__()
         # torch reads a string eps or a bool flag without a word, or fails deep inside.
-        in_channels = check_count("in_channels", in_channels, 0)
+        in_channels = check_int("in_channels", in_channels, 0)
         eps = check_real("eps", eps, 0.0)
         # Outside [0, 1] the running statistics would overshoot the batch's every step.
         momentum = None if momentum is None else check_real("momentum", momentum, 0.0, 1.0)

@@ -8,11 +8,11 @@ import torch
 from torch import Tensor
 from torch.nn import Parameter
 
-from galfast._args import check_choice, check_flag, check_real
+from galfast._args import check_choice, check_flag, check_int, check_real
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features, cheb_block_terms
 from galfast.nn._graph_input import layer_graph
-from galfast.nn._layer_checks import check_channels, check_count, check_features, split_features
+from galfast.nn._layer_checks import check_channels, check_features, split_features
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
 from galfast.ops import Block, aggregate, block_aggregate
@@ -69,7 +69,7 @@ class ChebConv(FusedLayer):
     ) -> None:
         super().__init__(**kwargs)
         in_channels, out_channels = check_channels(in_channels, out_channels, lazy=True)
-        K = check_count("K", K, 1)
+        K = check_int("K", K, 1)
         normalization = check_choice("normalization", normalization, (None, "sym", "rw"))
         bias = check_flag("bias", bias)
         self.in_channels, self.out_channels = in_channels, out_channels

@@ -9,8 +9,8 @@ import torch
 from torch import Tensor
 from torch.nn import Parameter
 
-from galfast._args import check_choice, check_flag, check_real
-from galfast.nn._layer_checks import check_callable, check_channels, check_count, check_features
+from galfast._args import check_choice, check_flag, check_int, check_real
+from galfast.nn._layer_checks import check_callable, check_channels, check_features
 from galfast.nn.compgcn_graphs import CompGCNGraphs, compgcn_graphs
 from galfast.ops import compgcn_aggregate
 
@@ -92,7 +92,7 @@ class CompGCNConv(torch.nn.Module):
     ) -> None:
         super().__init__()
         in_channels, out_channels = check_channels(in_channels, out_channels)
-        num_relations = check_count("num_relations", num_relations, 0)
+        num_relations = check_int("num_relations", num_relations, 0)
         composition = check_choice("composition", composition, _COMPOSITIONS)
         dropout = check_real("dropout", dropout, 0.0, 1.0)
         bias, batch_norm = check_flag("bias", bias), check_flag("batch_norm", batch_norm)

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.nn import Parameter
 
-from galfast._args import check_flag, check_real
+from galfast._args import check_flag, check_int, check_real
 from galfast.graph import Graph
 from galfast.nn._block_input import block_features
 from galfast.nn._gat_attention import attention_weights, edge_logits, reported_edges
@@ -19,7 +19,6 @@ from galfast.nn._layer_checks import (
     Channels,
     channel_pair,
     check_channels,
-    check_count,
     check_features,
     node_counts,
     split_features,
@@ -137,14 +136,14 @@ class GATConv(FusedLayer):
         in_channels, out_channels = check_channels(
             in_channels, out_channels, minimum_out=1, lazy=True, pair=True
         )
-        heads = check_count("heads", heads, 1)
+        heads = check_int("heads", heads, 1)
         concat, bias = check_flag("concat", concat), check_flag("bias", bias)
         add_self_loops = check_flag("add_self_loops", add_self_loops)
         residual = check_flag("residual", residual)
         negative_slope = check_real("negative_slope", negative_slope)
         dropout = check_real("dropout", dropout, 0.0, 1.0)
         if edge_dim is not None:
-            edge_dim = check_count("edge_dim", edge_dim, -1)
+            edge_dim = check_int("edge_dim", edge_dim, -1)
             if edge_dim == 0:
                 raise ValueError("edge_dim must be None, -1 (lazy) or >= 1, got 0")
         fill_value = _check_fill_value(fill_value, edge_dim)

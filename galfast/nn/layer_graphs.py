@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Union
 
+from galfast._args import check_int
 from galfast.graph import Graph
-from galfast.nn._layer_checks import check_count
 from galfast.ops import Block
 
 __all__ = ["is_blocks", "layer_graphs"]
@@ -25,7 +25,7 @@ def layer_graphs(graph: Union[Graph, Sequence[Block]], num_layers: int) -> list:
     (``blocks[0]``'s destinations are the seeds), runs outermost first: the first layer on
     ``blocks[-1]``, the last on ``blocks[0]``; it needs one block per layer.
     """
-    num_layers = check_count("num_layers", num_layers, 0)
+    num_layers = check_int("num_layers", num_layers, 0)
     if isinstance(graph, (list, tuple)):
         if not is_blocks(graph):
             raise ValueError("a list of graphs must hold galfast.ops.Block objects (hop order)")

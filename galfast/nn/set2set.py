@@ -7,7 +7,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from galfast.nn._layer_checks import check_count
+from galfast._args import check_int
 
 __all__ = ["Set2Set"]
 
@@ -55,8 +55,8 @@ class Set2Set(torch.nn.Module):
 
     def __init__(self, in_channels: int, processing_steps: int, **kwargs) -> None:
         super().__init__()
-        in_channels = check_count("in_channels", in_channels, 1)
-        processing_steps = check_count("processing_steps", processing_steps, 0)
+        in_channels = check_int("in_channels", in_channels, 1)
+        processing_steps = check_int("processing_steps", processing_steps, 0)
         self.in_channels, self.out_channels = in_channels, 2 * in_channels
         self.processing_steps = processing_steps
         self.lstm = torch.nn.LSTM(self.out_channels, in_channels, **kwargs)
@@ -77,7 +77,7 @@ class Set2Set(torch.nn.Module):
             shape = list(x.shape) if isinstance(x, Tensor) else type(x).__name__
             raise ValueError(f"x must be a [num_nodes, {self.in_channels}] tensor, got {shape}")
         if dim_size is not None:
-            dim_size = check_count("dim_size", dim_size, 0)
+            dim_size = check_int("dim_size", dim_size, 0)
         if dim not in (-2, 0):
             raise ValueError(f"Set2Set reduces x [num_nodes, features] over dim -2, got dim={dim}")
         if ptr is not None:

@@ -12,7 +12,7 @@ from galfast._args import check_flag, check_int
 from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import Graph
 from galfast.ops.block import Block
-from galfast.ops.sample_neighbors import _check_fanouts, sample_neighbors
+from galfast.ops.sample_neighbors import check_fanouts, sample_neighbors
 
 __all__ = ["NeighborLoader", "SampledBatch"]
 
@@ -111,7 +111,7 @@ class NeighborLoader:
         # caller's tensor must not change after.
         self._given_nodes, self._given_versions = given, tensor_versions([given])
         # kept as Python values: a NumPy seed would wrap around in _mix's arithmetic
-        self.graph, self.nodes, self.fanouts = graph, nodes, _check_fanouts(fanouts)
+        self.graph, self.nodes, self.fanouts = graph, nodes, check_fanouts(fanouts)
         self.batch_size = check_int("batch_size", batch_size, 1, 2**62)
         self.seed = check_int("seed", seed, 0, 2**64)
         self.shuffle = check_flag("shuffle", shuffle)

@@ -167,10 +167,11 @@ def _check_weight(graph: Graph, edge_weight) -> None:
         )
 
 
-def _check_fanouts(fanouts) -> list[int]:
+def check_fanouts(fanouts) -> list[int]:
     """``fanouts`` as a list of Python ints; ValueError unless it is a sequence of 1 to
-    MAX_LAYERS ints, each -1 or in ``[0, MAX_FANOUT]``. A 1-D array or tensor of counts is
-    such a sequence too (as galfast.train.NeighborSampling takes it)."""
+    MAX_LAYERS ints, each -1 or in ``[0, MAX_FANOUT]``; a 1-D array or tensor of counts is
+    such a sequence too. The one check of fan-outs: sample_neighbors, NeighborLoader and
+    galfast.train.NeighborSampling."""
     if isinstance(fanouts, (np.ndarray, Tensor)) and fanouts.ndim == 1:
         fanouts = fanouts.tolist()
     if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
@@ -192,7 +193,7 @@ def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> tuple[list
         )
     check_op_graph(graph, "sample_neighbors", one_node_set=True)
     _check_seeds(graph, seeds)
-    fanouts = _check_fanouts(fanouts)
+    fanouts = check_fanouts(fanouts)
     seed = check_int("seed", seed, 0, 2**64)
     batch = check_int("batch", batch, 0, 2**32)
     if edge_weight is not None:

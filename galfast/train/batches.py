@@ -11,10 +11,9 @@ from typing import Optional, Union
 import torch
 from torch import Tensor
 
-from galfast._args import check_flag
+from galfast._args import check_flag, check_int
 from galfast._dtypes import all_finite
 from galfast.graph import _count
-from galfast.nn._layer_checks import check_count
 from galfast.train.batch_indices import check_batch_size, index_batches
 from galfast.train.graph_batches import GraphBatch, GraphBatches
 
@@ -183,7 +182,7 @@ class LinkBatches:
         num_nodes = _count("num_nodes", num_nodes)
         if num_nodes < 1 or (self.edge_index.numel() and int(self.edge_index.max()) >= num_nodes):
             raise ValueError(f"num_nodes={num_nodes} does not cover the node ids in edge_index")
-        negatives = check_count("negatives", negatives, 0)
+        negatives = check_int("negatives", negatives, 0)
         batch_size, shuffle = check_batch_size(batch_size), check_flag("shuffle", shuffle)
         self.num_nodes, self.batch_size = num_nodes, batch_size
         self.negatives, self.shuffle = negatives, shuffle

@@ -6,12 +6,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-from torch import Tensor
-
 from galfast._args import check_flag
 from galfast._dtypes import as_int
-from galfast.ops.sample_neighbors import MAX_FANOUT, MAX_LAYERS
+from galfast.ops.sample_neighbors import check_fanouts
 
 __all__ = ["NeighborSampling"]
 
@@ -49,23 +46,7 @@ class NeighborSampling:
     embed_chunk_size: int = 65536
 
     def __post_init__(self) -> None:
-        fanouts = self.fanouts
-        # A 1-D array or tensor of counts (np.array([15, 10])) is a sequence of ints too.
-        if isinstance(fanouts, (np.ndarray, Tensor)) and fanouts.ndim == 1:
-            fanouts = fanouts.tolist()
-        if isinstance(fanouts, (str, bytes)) or not isinstance(fanouts, Sequence):
-            raise ValueError(f"fanouts must be a sequence of ints, got {type(fanouts).__name__}")
-        if not 1 <= len(fanouts) <= MAX_LAYERS:
-            raise ValueError(f"fanouts must hold 1 to {MAX_LAYERS} hops, got {len(fanouts)}")
-        counts = []
-        for hop, fanout in enumerate(fanouts):
-            count = as_int(fanout)  # NumPy's ints too, kept as Python ints (sample_neighbors)
-            if count is None:
-                raise ValueError(f"fanouts[{hop}] must be an int, got {type(fanout).__name__}")
-            if not -1 <= count <= MAX_FANOUT:
-                raise ValueError(f"fanouts[{hop}] must be -1 or in [0, {MAX_FANOUT}], got {count}")
-            counts.append(count)
-        object.__setattr__(self, "fanouts", tuple(counts))
+        object.__setattr__(self, "fanouts", tuple(check_fanouts(self.fanouts)))
         object.__setattr__(self, "weighted", check_flag("weighted", self.weighted))
         size = as_int(self.embed_chunk_size)
         if size is None or size < 1:

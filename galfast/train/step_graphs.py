@@ -30,7 +30,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from galfast.nn._layer_checks import check_count
+from galfast._args import check_int
 
 __all__ = ["StepGraphs", "flatten_tensors", "rebuild"]
 
@@ -109,8 +109,8 @@ class StepGraphs:
     def __init__(self, device: torch.device, *, warmup: int = 2, max_graphs: int = 16) -> None:
         # A negative warmup captured a step before any eager run had created what a capture
         # needs; a string failed at the first comparison.
-        warmup = check_count("warmup", warmup, 0)
-        max_graphs = check_count("max_graphs", max_graphs, 0)
+        warmup = check_int("warmup", warmup, 0)
+        max_graphs = check_int("max_graphs", max_graphs, 0)
         self.device, self.warmup, self.max_graphs = torch.device(device), warmup, max_graphs
         self._side_stream = None
         self.clear()
