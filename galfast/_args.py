@@ -75,6 +75,17 @@ def check_real(
     return number
 
 
+def check_fraction(name: str, value: Any) -> float:
+    """``value`` as a Python float in ``[0, 1)``, as :func:`check_real` takes it: a dropout
+    probability, a label smoothing, a held-out share. Open at 1, where a dropout would zero
+    every activation and a share would leave nothing to train on; NaN passes torch's own check
+    of ``nn.Dropout`` and fails only at the first forward."""
+    number = check_real(name, value)
+    if not 0.0 <= number < 1.0:
+        raise ValueError(f"{name} must lie in [0, 1), got {number}")
+    return number
+
+
 def check_flag(name: str, value: Any) -> bool:
     """``value`` as a Python bool: True or False (NumPy's too). Read by its truth, the string
     "False", None or a count in the wrong position (``GCNConv(16, 32, 2)``) would switch the

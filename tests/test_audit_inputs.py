@@ -314,11 +314,14 @@ def test_tradeoff_bound_takes_lists_and_numpy():
 @pytest.mark.parametrize(
     "radius, advantage, fragment",
     [
-        (-1.0, 0.5, "radius must be a finite number >= 0"),
-        (float("nan"), 0.5, "radius must be a finite number >= 0"),
-        (1.0, -0.5, r"advantage must be a number in \[0, 1\]"),
-        (1.0, 2.0, r"advantage must be a number in \[0, 1\]"),
-        (1.0, float("nan"), r"advantage must be a number in \[0, 1\]"),
+        (-1.0, 0.5, "radius must be >= 0, got -1.0"),
+        (float("nan"), 0.5, "radius must be a finite number, got nan"),
+        (None, 0.5, "radius must be a finite number, got NoneType"),
+        (torch.tensor(-2.0), 0.5, "radius must be >= 0, got -2.0"),
+        (1.0, -0.5, r"advantage must lie in \[0, 1\], got -0.5"),
+        (1.0, 2.0, r"advantage must lie in \[0, 1\], got 2.0"),
+        (1.0, float("nan"), "advantage must be a finite number, got nan"),
+        (1.0, True, "advantage must be a finite number, got bool"),
     ],
 )
 def test_tradeoff_bound_radius_and_advantage(radius, advantage, fragment):

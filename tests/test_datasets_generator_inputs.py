@@ -61,6 +61,46 @@ def test_integer_counts_of_any_integer_type_are_accepted():
     assert torch.equal(_ratings(np.int64(12), 10, 30).ratings, _ratings(12, 10, 30).ratings)
 
 
+def test_tensor_and_numpy_settings_draw_the_dataset_of_plain_numbers():
+    # 0-d tensors were refused as strengths and shares ("must be a real number")
+    given = _graph(
+        num_nodes=torch.tensor(30),
+        num_classes=np.int64(3),
+        attribute_homophily=torch.tensor(0.75),
+        avg_degree=np.float32(4.0),
+        task_feature_strength=torch.tensor(1.5),
+        val_fraction=torch.tensor(0.25),
+        test_fraction=np.float64(0.25),
+        seed=torch.tensor(7),
+    )
+    plain = _graph(
+        num_nodes=30,
+        num_classes=3,
+        attribute_homophily=0.75,
+        avg_degree=4.0,
+        task_feature_strength=1.5,
+        val_fraction=0.25,
+        test_fraction=0.25,
+        seed=7,
+    )
+    assert torch.equal(given.x, plain.x) and torch.equal(given.y, plain.y)
+    for name in ("train_pos", "val_pos", "val_neg", "test_pos", "test_neg"):
+        assert torch.equal(getattr(given.link_split, name), getattr(plain.link_split, name))
+    assert given.notes == plain.notes  # the settings noted as Python numbers
+    shares = dict(attribute_strength=torch.tensor(0.5), test_fraction=torch.tensor(0.25))
+    given = _ratings(torch.tensor(12), np.int32(10), 30, seed=torch.tensor(3), **shares)
+    plain = _ratings(12, 10, 30, seed=3, attribute_strength=0.5, test_fraction=0.25)
+    assert torch.equal(given.ratings, plain.ratings) and torch.equal(given.test_idx, plain.test_idx)
+    assert given.notes == plain.notes
+
+
+@pytest.mark.parametrize("seed", [True, np.bool_(True), 7.0, np.float64(7), torch.tensor(7.0)])
+def test_generators_refuse_seeds_that_are_not_ints(seed):
+    for make in (lambda: _graph(seed=seed), lambda: _ratings(seed=seed)):
+        with pytest.raises(ValueError, match="^seed must be an int, got"):
+            make()
+
+
 def test_paper_split_takes_numpy_counts_and_gives_int_ids():
     train, val, test = paper_split(np.int64(10), num_test=2, num_val=2)
     assert train.dtype == val.dtype == test.dtype == torch.int64
@@ -100,7 +140,7 @@ def test_sizes_beyond_memory_are_refused_at_once(make, message):
     ],
 )
 def test_float_settings_must_be_numbers(make, argument, value):
-    with pytest.raises(ValueError, match=f"{argument} must be a real number"):
+    with pytest.raises(ValueError, match=f"{argument} must be a finite number"):
         make(value)
 
 
@@ -109,9 +149,12 @@ def test_float_settings_must_be_numbers(make, argument, value):
     [
         # checked only after the whole dataset was drawn (ML-1M: seconds)
         (lambda: synthetic_movielens_1m(0, test_fraction=2.0), "test_fraction must lie in"),
-        (lambda: synthetic_movielens_1m(0, test_fraction="0.1"), "test_fraction must be a real"),
-        (lambda: _ratings(test_fraction=None), "test_fraction must be a real"),
-        (lambda: _graph(val_fraction="0.1"), "val_fraction must be a real"),
+        (lambda: synthetic_movielens_1m(0, test_fraction="0.1"), "test_fraction must be a finite"),
+        (lambda: _ratings(test_fraction=None), "test_fraction must be a finite"),
+        (lambda: _graph(val_fraction="0.1"), "val_fraction must be a finite"),
+        (lambda: _graph(val_fraction=0.5, test_fraction=0.5), "must have a sum below 1"),
+        (lambda: _ratings(test_fraction=1.0), "test_fraction must lie in \\[0, 1\\)"),
+        (lambda: _ratings(test_fraction=float("nan")), "test_fraction must be a finite"),
     ],
 )
 def test_held_out_shares_are_checked_before_drawing(make, message):
@@ -131,10 +174,10 @@ def test_numpy_integer_seeds_are_accepted_and_equal_to_ints(seed):
 @pytest.mark.parametrize(
     "seed, message",
     [
-        (-1, "seed must be an int in \\[0, 2\\*\\*64\\)"),  # silently accepted
-        (2**64, "seed must be an int in \\[0, 2\\*\\*64\\)"),  # "Overflow when unpacking long"
-        (1.5, "seed must be an int in \\[0, 2\\*\\*64\\)"),  # RuntimeError from manual_seed
-        (True, "seed must be an int in \\[0, 2\\*\\*64\\)"),
+        (-1, "seed must lie in \\[0, 2\\*\\*64\\), got -1"),  # silently accepted
+        (2**64, "seed must lie in \\[0, 2\\*\\*64\\)"),  # "Overflow when unpacking long"
+        (1.5, "seed must be an int, got float"),  # RuntimeError from manual_seed
+        (True, "seed must be an int, got bool"),
     ],
 )
 def test_paper_split_checks_its_seed(seed, message):

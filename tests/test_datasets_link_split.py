@@ -69,8 +69,10 @@ def test_bad_fractions():
     pairs, n = _ring_with_chords()
     with pytest.raises(ValueError, match="sum below 1"):
         random_link_split(pairs, n, val_fraction=0.5, test_fraction=0.5)
-    with pytest.raises(ValueError, match=">= 0"):
+    with pytest.raises(ValueError, match=r"^val_fraction must lie in \[0, 1\), got -0.1"):
         random_link_split(pairs, n, val_fraction=-0.1)
+    with pytest.raises(ValueError, match="^test_fraction must be a finite number, got nan"):
+        random_link_split(pairs, n, test_fraction=float("nan"))
 
 
 def test_negative_sampler_can_exhaust_the_non_edges():

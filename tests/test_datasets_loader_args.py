@@ -261,19 +261,19 @@ BAD_SEEDS = [-1, 2.5, True, None, "1", torch.tensor(1.0)]
 @pytest.mark.parametrize("seed", BAD_SEEDS)
 def test_planetoid_seeds_are_checked(seed):
     # -1 and 2.5 failed inside NumPy's SeedSequence, True was seed 1
-    with pytest.raises(ValueError, match="seed must be an int"):
+    with pytest.raises(ValueError, match="^seed must (be an int, got|be >= 0, got -1)"):
         planetoid("cora", seed=seed, download=False)
 
 
 @pytest.mark.parametrize("seed", BAD_SEEDS)
 def test_movielens_seeds_are_checked_before_the_files_are_read(seed, tmp_path):
-    with pytest.raises(ValueError, match="seed must be an int"):
+    with pytest.raises(ValueError, match="^seed must (be an int, got|be >= 0, got -1)"):
         movielens("100k", root=tmp_path / "absent", seed=seed)
 
 
 @pytest.mark.parametrize("seed", [-1, 2.5, True, "x"])
 def test_load_checks_the_seed_of_datasets_that_ignore_it(seed, wn_folder):
-    with pytest.raises(ValueError, match="seed must be an int"):
+    with pytest.raises(ValueError, match="^seed must (be an int, got|be >= 0, got -1)"):
         load("wn18rr", root=wn_folder, seed=seed)
 
 
@@ -295,7 +295,7 @@ def test_movielens_test_fraction_is_checked_before_the_files_are_read(fraction, 
 @pytest.mark.parametrize("cap", [1, 2.5, True, "3", None, 10**6])
 def test_wn18rr_sense_cap_is_checked_without_attributes_too(cap, wn_folder):
     # only checked when the attribute file was read; 10**9 built a billion class names
-    with pytest.raises(ValueError, match="sense_cap must be an int >= 2"):
+    with pytest.raises(ValueError, match=r"^sense_cap must (be an int, got|lie in \[2, 1001\))"):
         wn18rr(root=wn_folder, sense_cap=cap, attributes=False)
 
 
@@ -310,8 +310,8 @@ def test_wn18rr_takes_a_numpy_sense_cap(wn_folder):
 @pytest.mark.parametrize(
     "options, message",
     [
-        (dict(top_types=0), "top_types must be a positive int"),
-        (dict(top_types=2.0), "top_types must be a positive int"),
+        (dict(top_types=0), "top_types must be >= 1, got 0"),
+        (dict(top_types=2.0), "top_types must be an int, got float"),
         (dict(types_known="some"), "types_known must be one of"),
         (dict(types_known=["top"]), "types_known must be one of"),  # unhashable
     ],
@@ -355,7 +355,7 @@ def test_random_link_split_checks_num_nodes(num_nodes):
 
 @pytest.mark.parametrize("seed", BAD_SEEDS)
 def test_random_link_split_checks_the_seed(seed):
-    with pytest.raises(ValueError, match="seed must be an int"):
+    with pytest.raises(ValueError, match="^seed must (be an int, got|be >= 0, got -1)"):
         random_link_split(PAIRS, 5, seed=seed)
 
 

@@ -114,10 +114,10 @@ def test_attribute_is_recoverable_from_features_only_when_planted():
     "kwargs, message",
     [
         (dict(num_nodes=1), "num_nodes"),
-        (dict(num_attribute_classes=1), "each be >= 2"),
+        (dict(num_attribute_classes=1), "num_attribute_classes must be >= 2, got 1"),
         (dict(attribute_homophily=1.5), "attribute_homophily must lie in"),
         (dict(attribute_task_correlation=-0.1), "attribute_task_correlation"),
-        (dict(attribute_feature_strength=-1.0), "strengths"),
+        (dict(attribute_feature_strength=-1.0), "attribute_feature_strength must be >= 0"),
     ],
 )
 def test_graph_rejects_bad_settings(kwargs, message):
@@ -240,7 +240,7 @@ def test_load_and_synthetic_dispatch(tmp_path, monkeypatch):
 @pytest.mark.parametrize("value", [float("nan"), float("inf")])
 def test_generators_refuse_non_finite_floats(make, argument, value):
     # NaN passed the `< 0` checks and gave a dataset of NaN ratings / features
-    with pytest.raises(ValueError, match=f"{argument} must be finite"):
+    with pytest.raises(ValueError, match=f"{argument} must be a finite number"):
         make(value)
 
 
@@ -248,7 +248,15 @@ def test_generators_refuse_non_finite_floats(make, argument, value):
     "make",
     [lambda s: synthetic_graph(50, seed=s), lambda s: synthetic_movielens(10, 10, 20, seed=s)],
 )
-@pytest.mark.parametrize("seed", [-1, 1.5])
-def test_generators_name_a_bad_seed(make, seed):
-    with pytest.raises(ValueError, match="seed must be an int >= 0"):
+@pytest.mark.parametrize(
+    "seed, message",
+    [
+        (-1, "seed must be >= 0, got -1"),
+        (1.5, "seed must be an int, got float"),
+        (True, "seed must be an int, got bool"),  # not seed 1
+        (torch.tensor(1.0), "seed must be an int, got Tensor"),
+    ],
+)
+def test_generators_name_a_bad_seed(make, seed, message):
+    with pytest.raises(ValueError, match=message):
         make(seed)

@@ -78,7 +78,7 @@ def test_same_seed_same_data_other_seed_other_data(ml1m):
     "argument", ["gender_strength", "age_strength", "occupation_strength", "rating_noise"]
 )
 def test_bad_settings_are_named(argument):
-    with pytest.raises(ValueError, match=argument):
+    with pytest.raises(ValueError, match=f"{argument} must be >= 0, got -0.5"):
         synthetic_movielens_1m(**{argument: -0.5})
-    with pytest.raises(ValueError, match=f"{argument} must be finite"):
+    with pytest.raises(ValueError, match=f"{argument} must be a finite number"):
         synthetic_movielens_1m(**{argument: float("nan")})

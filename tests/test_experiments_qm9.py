@@ -66,8 +66,20 @@ def test_molecule_split_is_the_papers_on_qm9_and_a_tenth_each_on_small_sets():
     assert not test.equal(torch.arange(10_000))
     train, val, test = molecule_split(6)
     assert (test.numel(), val.numel(), train.numel()) == (1, 1, 4)
-    with pytest.raises(ValueError, match="at least 3 molecules"):
-        molecule_split(2)
+    assert [part.numel() for part in molecule_split(4)] == [2, 1, 1]
+    for count in (2, 3):  # one training molecule has no std to normalise the task by
+        with pytest.raises(ValueError, match="at least 4 molecules"):
+            molecule_split(count)
+
+
+@pytest.mark.parametrize("molecules", [2, 3])
+def test_too_few_molecules_to_split_is_one_cli_line(root, molecules, capsys):
+    argv = ["run", "--dataset", "qm9", "--root", root, "--option", "source=canonical"]
+    argv += ["--option", "download=False", "--option", f"molecules={molecules}"]
+    argv += ["--encoder", "mpnn", "--epochs", "1", "--seeds", "1", "--audit", "fast"]
+    assert main([*argv, "--quiet"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()
+    assert len(error) == 1 and "at least 4 molecules" in error[0], error
 
 
 def test_alpha_is_a_continuous_attribute_known_for_every_molecule(root):
@@ -163,7 +175,7 @@ def test_molecules_option_keeps_a_seeded_subset_molecule_for_molecule(root):
         assert torch.equal(getattr(whole, name), getattr(picked, name)), name
     assert torch.equal(part.attributes["alpha"], full.attributes["alpha"][kept])
     assert part.ids.equal(load("qm9", root=root, molecules=3, **dict(OPTIONS)).ids)
-    with pytest.raises(ValueError, match=r"count must be an int in \[1, 6\]"):
+    with pytest.raises(ValueError, match=r"count must lie in \[1, 7\), got 7"):
         full.subset(7)
 
 

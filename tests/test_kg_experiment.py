@@ -66,7 +66,7 @@ def test_fb15k_237_hides_its_multilabel_types_by_default(root):
         (dict(model_options=(("decoder", "transe"),)), "model_options", "decoder"),
         (dict(model_options=(("dim", 64),)), "model_options", "k_w \\* k_h"),
         (dict(model_options=(("depth", 2),)), "model_options", "no model option 'depth'"),
-        (dict(model_options=(("lr", 0),)), "model_options", "positive"),
+        (dict(model_options=(("lr", 0),)), "model_options", "model option lr must be > 0"),
         (dict(model_options=(("layers", 3),)), "model_options", "layers"),
         (dict(model_options=(("dim", 8), ("dim", 8))), "model_options", "twice"),
     ],

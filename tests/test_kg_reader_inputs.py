@@ -4,6 +4,8 @@ bare low-level error or silently different data."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -26,6 +28,7 @@ from galfast.models import (
     evaluate_link_prediction,
     kg_queries,
     one_to_n_loss,
+    smooth_labels,
 )
 from galfast.train import OneToNLoss
 
@@ -54,10 +57,28 @@ def test_rank_metrics_refuse_ranks_that_are_not_numbers(ranks):
         RankMetrics.of(ranks)
 
 
-@pytest.mark.parametrize("hits_at", [(0,), (-1, 3), (2.5,), (True,), 10])
-def test_hits_at_must_be_ints_of_at_least_one(hits_at):
-    with pytest.raises(ValueError, match="hits_at must be a sequence of ints >= 1"):
+@pytest.mark.parametrize(
+    "hits_at, message",
+    [
+        ((0,), r"hits_at\[0\] must be >= 1, got 0"),
+        ((3, -1), r"hits_at\[1\] must be >= 1, got -1"),
+        ((2.5,), r"hits_at\[0\] must be an int, got float"),
+        ((True,), r"hits_at\[0\] must be an int, got bool"),  # would count as Hits@1
+        (10, "hits_at must be a sequence of ints >= 1, got 10"),
+        ("13", "hits_at must be a sequence of ints >= 1, got '13'"),
+    ],
+)
+def test_hits_at_must_be_ints_of_at_least_one(hits_at, message):
+    with pytest.raises(ValueError, match=message):
         RankMetrics.of(torch.tensor([1.0]), hits_at)
+
+
+def test_numpy_and_tensor_hits_at_key_the_hits_as_ints():
+    # NumPy's ints keyed the hits dict as given (np.int64 keys in a JSON record); 0-d tensors
+    # were refused
+    metrics = RankMetrics.of(torch.tensor([1.0, 4.0]), (np.int64(1), torch.tensor(3)))
+    assert metrics.hits == {1: 0.5, 3: 0.5}
+    assert [type(k) for k in metrics.hits] == [int, int]
 
 
 def test_evaluation_checks_hits_at_before_ranking_anything():
@@ -70,13 +91,34 @@ def test_evaluation_checks_hits_at_before_ranking_anything():
         evaluate_link_prediction(score, triples, known, hits_at=(0,))
 
 
-@pytest.mark.parametrize("smoothing", ["0.1", None])
-def test_label_smoothing_must_be_a_number(smoothing):
+@pytest.mark.parametrize(
+    "smoothing, message",
+    [
+        ("0.1", "must be a finite number, got str"),
+        (None, "must be a finite number, got NoneType"),  # would skip the smoothing
+        (True, "must be a finite number, got bool"),
+        (math.nan, "must be a finite number, got nan"),
+        (1.0, r"must lie in \[0, 1\), got 1.0"),
+    ],
+)
+def test_label_smoothing_must_be_a_number(smoothing, message):
     logits, targets = torch.zeros(2, 3), torch.eye(3)[:2]
-    with pytest.raises(ValueError, match="label_smoothing must lie in"):
+    with pytest.raises(ValueError, match=f"^label_smoothing {message}"):
         one_to_n_loss(logits, targets, smoothing)
-    with pytest.raises(ValueError, match="label_smoothing must lie in"):
+    with pytest.raises(ValueError, match=f"^label_smoothing {message}"):
         OneToNLoss(smoothing)  # the trainer's loss, refused when built
+
+
+@pytest.mark.parametrize("smoothing", [np.float32(0.25), torch.tensor(0.25)])
+def test_numpy_and_tensor_label_smoothing_smooth_as_the_float_does(smoothing):
+    # a 0-d tensor was refused ("label_smoothing must lie in [0, 1)")
+    logits, targets = (
+        torch.randn(2, 3, generator=torch.Generator().manual_seed(0)),
+        torch.eye(3)[:2],
+    )
+    assert torch.equal(smooth_labels(targets, smoothing), smooth_labels(targets, 0.25))
+    expected = one_to_n_loss(logits, targets, float(np.float32(0.25)))
+    assert torch.equal(one_to_n_loss(logits, targets, smoothing), expected)
 
 
 # Sizes of the models.
@@ -270,5 +312,7 @@ def test_negative_sampling_checks_forbidden_ids_and_count():
     # (0, 5) in a 3-node graph would pack into the key of (1, 2) and forbid that pair.
     with pytest.raises(ValueError, match=r"forbidden holds a node id outside \[0, 3\)"):
         sample_negative_edges(3, np.array([[0], [5]]), 1, rng)
-    with pytest.raises(ValueError, match="count must be an int >= 0"):
+    with pytest.raises(ValueError, match="^count must be an int, got float"):
         sample_negative_edges(5, np.zeros((2, 0), dtype=np.int64), 2.5, rng)
+    with pytest.raises(ValueError, match="^count must be >= 0, got -1"):
+        sample_negative_edges(5, np.zeros((2, 0), dtype=np.int64), -1, rng)

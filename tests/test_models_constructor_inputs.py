@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from torch import nn
 
 from galfast.models import (
     MPNN,
@@ -93,7 +94,19 @@ def test_mpnn_message_steps_is_no_bool():
 # --- rates and slopes -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", [math.nan, 1.5, -0.1, None, "0.1", True])
+@pytest.mark.parametrize(
+    "value, refusal",
+    [
+        (math.nan, "must be a finite number, got nan"),  # passes nn.Dropout's own check
+        (1.5, "must lie in \\[0, 1\\), got 1.5"),
+        (1.0, "must lie in \\[0, 1\\), got 1.0"),  # would drop every activation
+        (-0.1, "must lie in \\[0, 1\\), got -0.1"),
+        (np.float32(1.0), "must lie in \\[0, 1\\), got 1.0"),
+        (None, "must be a finite number, got NoneType"),
+        ("0.1", "must be a finite number, got str"),
+        (True, "must be a finite number, got bool"),
+    ],
+)
 @pytest.mark.parametrize(
     "build, name",
     [
@@ -117,8 +130,8 @@ def test_mpnn_message_steps_is_no_bool():
     ],
     ids=["attacker", "compgcn-conv", "compgcn-hidden", "conve-feature", "conve-hidden"],
 )
-def test_a_dropout_outside_zero_one_is_named(build, name, value):
-    with pytest.raises(ValueError, match=f"{name} must lie in \\[0, 1\\)"):
+def test_a_dropout_outside_zero_one_is_named(build, name, value, refusal):
+    with pytest.raises(ValueError, match=f"^{name} {refusal}"):
         build(value)
 
 
@@ -129,16 +142,49 @@ def test_dropout_zero_and_numpy_rates_are_taken():
     ConvEDecoder(7, 8, k_w=2, k_h=4, kernel_size=3, feature_dropout=0.0, hidden_dropout=0)
 
 
+@pytest.mark.parametrize("rate", [np.float32(0.25), torch.tensor(0.25)])
+def test_numpy_and_tensor_rates_give_the_dropout_of_a_float(rate):
+    # A 0-d tensor was refused ("must lie in [0, 1)"); both reach nn.Dropout as a float.
+    dropouts = [m for m in AttackerMLP(4, 2, dropout=rate).modules() if isinstance(m, nn.Dropout)]
+    assert dropouts and all(type(m.p) is float and m.p == 0.25 for m in dropouts)
+    conve = ConvEDecoder(7, 8, k_w=2, k_h=4, kernel_size=3, feature_dropout=rate)
+    assert type(conve.feature_dropout.p) is float and conve.feature_dropout.p == 0.25
+
+
+@pytest.mark.parametrize("size", [N64(4), torch.tensor(4)])
+def test_numpy_and_tensor_sizes_build_int_sizes(size):
+    attacker = AttackerMLP(size, 2, hidden=(size,))
+    assert [m.in_features for m in attacker.modules() if isinstance(m, nn.Linear)] == [4, 4]
+    decoder = DistMultDecoder(size + 3, size)
+    assert type(decoder.num_entities) is int and decoder.num_entities == 7
+
+
 @pytest.mark.parametrize("slope", [math.nan, math.inf, None, "0.2", True])
 def test_attacker_slope_must_be_a_finite_number(slope):
     with pytest.raises(ValueError, match="negative_slope must be a finite number"):
         AttackerMLP(4, 2, negative_slope=slope)
 
 
-@pytest.mark.parametrize("max_norm", ["1", True, math.nan, -1.0])
-def test_embedding_max_norm_must_be_a_positive_number(max_norm):
-    with pytest.raises(ValueError, match="max_norm must be > 0, a number"):
+@pytest.mark.parametrize(
+    "max_norm, message",
+    [
+        ("1", "max_norm must be a finite number, got str"),  # a TypeError in the comparison
+        (True, "max_norm must be a finite number, got bool"),  # passed as 1
+        (math.nan, "max_norm must be a finite number, got nan"),
+        (math.inf, "max_norm must be a finite number, got inf"),
+        (-1.0, "max_norm must be > 0, got -1.0"),
+        (0, "max_norm must be > 0, got 0.0"),
+    ],
+)
+def test_embedding_max_norm_must_be_a_positive_number(max_norm, message):
+    with pytest.raises(ValueError, match=message):
         EmbeddingEncoder(5, 4, max_norm=max_norm)
+
+
+@pytest.mark.parametrize("max_norm", [np.float32(1.5), torch.tensor(1.5), 1.5])
+def test_embedding_max_norm_is_kept_as_a_float(max_norm):
+    encoder = EmbeddingEncoder(5, 4, max_norm=max_norm)
+    assert type(encoder.max_norm) is float and encoder.max_norm == 1.5
 
 
 def test_embedding_activation_must_be_callable():

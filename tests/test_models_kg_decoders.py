@@ -61,6 +61,17 @@ def test_conve_gradients_reach_inputs_and_parameters():
             assert parameter.grad.abs().sum() > 0, name
 
 
+def test_conve_one_query_is_refused_by_name_in_training_and_scored_in_eval():
+    """Batch norm over one query has no variance: torch's message ("Expected more than 1
+    value per channel") named neither the decoder nor the way out."""
+    decoder = ConvEDecoder(5, 12, k_w=2, k_h=6, num_filters=3, kernel_size=3)
+    head, relation, entities = _inputs(1, 12, 5)
+    with pytest.raises(ValueError, match="ConvEDecoder got one query in training mode"):
+        decoder(head, relation, entities)
+    assert decoder(*_inputs(2, 12, 5)).shape == (2, 5)
+    assert decoder.eval()(head, relation, entities).shape == (1, 5)
+
+
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [

@@ -104,7 +104,8 @@ def _hand_built(**changes):
         ({"offsets": torch.tensor([0, 2, 3, 5])}, "offsets must rise from 0 to the 4 answers"),
         ({"offsets": torch.tensor([0, 2, 4])}, r"offsets \[Q \+ 1\]"),
         ({"answers": torch.tensor([1.0, 2.0, 0.0, 0.0])}, "answers must be a 1-D int64"),
-        ({"num_entities": 2.5}, "num_entities and num_relations must be ints"),
+        ({"num_entities": 2.5}, "^num_entities must be an int, got float"),
+        ({"num_relations": 0}, "^num_relations must be >= 1, got 0"),
     ],
 )
 def test_hand_built_queries_are_checked(changes, match):

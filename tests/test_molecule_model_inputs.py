@@ -106,13 +106,25 @@ def test_subset_takes_numpy_counts_and_checks_its_seed():
     ds = _dataset()
     given, plain = ds.subset(np.int64(1), seed=np.int64(3)), ds.subset(1, seed=3)
     assert torch.equal(given.y, plain.y) and torch.equal(given.x, plain.x)
-    for bad in (1.0, True, 0, 3):
-        with pytest.raises(ValueError, match=r"count must be an int in \[1, 2\]"):
+    for bad in (1.0, True):
+        with pytest.raises(ValueError, match=r"^count must be an int, got"):
+            ds.subset(bad)
+    for bad in (0, 3):
+        with pytest.raises(ValueError, match=r"^count must lie in \[1, 3\), got"):
             ds.subset(bad)
     # a float seed failed inside torch.Generator.manual_seed with a TypeError
-    for bad in (0.5, -1, "1", None):
-        with pytest.raises(ValueError, match="seed must be an int"):
+    for bad in (0.5, "1", None, True):
+        with pytest.raises(ValueError, match="^seed must be an int, got"):
             ds.subset(1, seed=bad)
+    for bad in (-1, 2**64):  # -1 was taken by manual_seed, 2**64 overflowed it
+        with pytest.raises(ValueError, match=r"^seed must lie in \[0, 2\*\*64\), got"):
+            ds.subset(1, seed=bad)
+
+
+def test_subset_takes_a_tensor_count_and_seed():
+    ds = _dataset()
+    given, plain = ds.subset(torch.tensor(1), seed=torch.tensor(3)), ds.subset(1, seed=3)
+    assert torch.equal(given.y, plain.y) and torch.equal(given.x, plain.x)
 
 
 # ------------------------------------------------------------------ MPNN

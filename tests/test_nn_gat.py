@@ -88,6 +88,17 @@ def test_bad_arguments():
         conv(_x(n)[None], edge_index)
 
 
+def test_lazy_edge_dim_refuses_a_fill_vector_of_another_width_at_forward():
+    """edge_dim=-1 learns the edge features' width at the first forward: a fill vector of
+    another width is refused there by name, not by a broadcast error from torch."""
+    edge_index, n = GRAPHS["random"]
+    conv = GATConv(8, 4, heads=2, edge_dim=-1, fill_value=torch.tensor([1.0, 2.0, 3.0]))
+    with pytest.raises(ValueError, match=r"fill_value must hold 1 or edge_dim = 2 values"):
+        conv(_x(n), edge_index, torch.ones(edge_index.size(1), 2))
+    fitting = GATConv(8, 4, heads=2, edge_dim=-1, fill_value=torch.tensor([1.0, 2.0]))
+    assert fitting(_x(n), edge_index, torch.ones(edge_index.size(1), 2)).shape == (n, 8)
+
+
 @pytest.mark.parametrize("flow", ["source_to_target", "target_to_source"])
 @pytest.mark.parametrize("fill_value", ["mul", "max", "min", "add", "mean"])
 def test_loop_edge_features_of_nodes_without_edges_match_pyg(fill_value, flow):

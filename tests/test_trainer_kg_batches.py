@@ -81,8 +81,36 @@ def test_bad_arguments():
     _, queries = _queries()
     with pytest.raises(ValueError, match="queries must be a KGQueries"):
         OneToNBatches(torch.zeros(3, 3), 4)
-    with pytest.raises(ValueError, match="batch_size must be a positive int"):
+    with pytest.raises(ValueError, match="batch_size must be (an int|>= 1)"):
         OneToNBatches(queries, 0)
     for seed in (-1, 2**64, 1.5):  # 2**64 drew seed 0's orders
-        with pytest.raises(ValueError, match="seed must be an int in"):
+        with pytest.raises(
+            ValueError, match=r"seed must (be an int,|be >= 0,|lie in \[0, 2\*\*64\),)"
+        ):
             OneToNBatches(queries, 4, seed=seed)
+
+
+@pytest.mark.parametrize("batch_size", [4, 7, 8])
+def test_a_lone_last_query_joins_the_batch_before_it(batch_size):
+    """ConvE's batch norm fails on a training batch of one query: where the last batch would
+    hold one, the batch before it takes it, and every query is still visited once."""
+    _, queries = _queries(count=40)
+    count = queries.num_queries
+    sizes = [b.entity.numel() for b in OneToNBatches(queries, batch_size, seed=0)]
+    assert sum(sizes) == count and len(sizes) == len(OneToNBatches(queries, batch_size))
+    assert min(sizes) >= 2
+    full, rest = divmod(count, batch_size)
+    if rest == 1:
+        assert sizes == [batch_size] * (full - 1) + [batch_size + 1]
+    else:
+        assert sizes == [batch_size] * full + ([rest] if rest else [])
+    assert sorted(_order(OneToNBatches(queries, batch_size, seed=0), 0)) == list(range(count))
+
+
+def test_a_query_count_one_past_a_multiple_folds_and_batches_of_one_stay():
+    _, queries = _queries(count=40)
+    count = queries.num_queries
+    folded = [b.entity.numel() for b in OneToNBatches(queries, count - 1, shuffle=False)]
+    assert folded == [count]
+    ones = [b.entity.numel() for b in OneToNBatches(queries, 1, shuffle=False)]
+    assert ones == [1] * count

@@ -6,13 +6,14 @@ settings raise clear errors."""
 from __future__ import annotations
 
 import copy
+import math
 
 import pytest
 import torch
 from gal_fixtures import planted_graph
 from torch import nn
 
-from galfast import GALTrainer, SensitiveAttribute
+from galfast import GALTrainer, Graph, SensitiveAttribute
 from galfast.experiments.encoders import GNNStack
 from galfast.models import AttackerMLP, DotProductLinkDecoder, EmbeddingEncoder
 from galfast.nn import GATConv, GCNConv, SAGEConv
@@ -186,3 +187,31 @@ def test_learned_embeddings_and_rating_batches(planted):
         batches = RatingBatches(edges, ratings, batch_size=100)
         trainer.fit(planted.graph, batches, attr, epochs=2, progress=False)
     _assert_same_run(full, sampled)
+
+
+def test_a_batch_of_one_isolated_node_trains_through_the_encoders_batch_norm():
+    """A sampled batch of one node without neighbours gives EmbeddingEncoder's BatchNorm a
+    single row (no batch variance): it is normalised by the running statistics, which that
+    step leaves alone, instead of failing the epoch with torch's "Expected more than 1 value
+    per channel when training"."""
+    ring = torch.arange(9)
+    edges = torch.stack([ring, (ring + 1) % 9])
+    graph = Graph.from_edge_index(torch.cat([edges, edges.flip(0)], 1), num_nodes=10)  # 9 alone
+    torch.manual_seed(0)
+    encoder = EmbeddingEncoder(10, 4, [GCNConv(4, 4)])
+    trainer = GALTrainer(
+        encoder,
+        NodeHead(nn.Linear(4, 2)),
+        task_loss=classification_loss,
+        lam=0.0,
+        sampler=NeighborSampling([2]),
+    )
+    nodes = torch.tensor([0, 1, 9])  # batches [0, 1] and [9]
+    running = encoder.norm.module.running_mean
+    seen = []
+    encoder.norm.register_forward_hook(lambda m, args, out: seen.append(running.clone()))
+    history = trainer.fit(graph, NodeBatches(nodes, nodes % 2, 2, shuffle=False), epochs=1)
+    assert history.to_list()[-1]["task_steps"] == 2
+    assert math.isfinite(history.to_list()[-1]["task_loss"])
+    assert torch.equal(running, seen[-1])  # the lone row's step kept the running mean
+    assert not torch.equal(seen[0], torch.zeros(4))  # the batch before it updated it

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from numbers import Real
 from typing import Optional
 
 import torch
 from torch import Tensor
+
+from galfast._args import check_real
 
 __all__ = ["TradeoffBound", "check_lipschitz", "integer_labels", "tradeoff_bound"]
 
@@ -60,16 +60,7 @@ class TradeoffBound:
 def check_lipschitz(name: str, lipschitz: Optional[float]) -> Optional[float]:
     """``lipschitz`` as a float (None stays None); ValueError naming ``name`` unless it is a
     finite number >= 0, the only Lipschitz constants there are."""
-    if lipschitz is None:
-        return None
-    if (
-        isinstance(lipschitz, bool)
-        or not isinstance(lipschitz, Real)
-        or not math.isfinite(lipschitz)
-        or lipschitz < 0
-    ):
-        raise ValueError(f"{name} must be a finite number >= 0, got {lipschitz!r}")
-    return float(lipschitz)
+    return None if lipschitz is None else check_real(name, lipschitz, low=0)
 
 
 def integer_labels(name: str, labels: Tensor) -> Tensor:
@@ -107,15 +98,9 @@ def tradeoff_bound(
     lipschitz = check_lipschitz("lipschitz", lipschitz)
     # A negative radius or advantage lifted the bound above its zero-advantage value, and a
     # NaN advantage gave 0 (max(0, nan) is 0).
-    if isinstance(radius, Tensor) and radius.numel() == 1:  # z.norm(dim=1).max()
-        radius = radius.item()
-    radius = check_lipschitz("radius", radius)
-    if radius is None:
-        raise ValueError("radius must be a finite number >= 0, got None")
-    if advantage is not None and (
-        isinstance(advantage, bool) or not isinstance(advantage, Real) or not 0 <= advantage <= 1
-    ):
-        raise ValueError(f"advantage must be a number in [0, 1], got {advantage!r}")
+    radius = check_real("radius", radius, low=0)  # a 0-d tensor too: z.norm(dim=1).max()
+    if advantage is not None:
+        advantage = check_real("advantage", advantage, 0, 1)
     if a.numel() != y.numel() or a.numel() == 0:
         raise ValueError("the trade-off bound needs aligned, non-empty A and Y")
     if not bool(((y == 0) | (y == 1)).all()) or not bool(((a == 0) | (a == 1)).all()):

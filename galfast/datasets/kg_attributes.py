@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from galfast._dtypes import as_int
+from galfast._args import check_choice, check_int
 from galfast.datasets.kg_triples import tab_separated_lines
 
 __all__ = [
@@ -45,21 +45,14 @@ MAX_SENSE_CAP = 1000
 
 def check_sense_cap(sense_cap: Any) -> int:
     """``sense_cap`` as an int in ``[2, MAX_SENSE_CAP]`` (NumPy's ints too)."""
-    cap = as_int(sense_cap)
-    if cap is None or not 2 <= cap <= MAX_SENSE_CAP:
-        raise ValueError(f"sense_cap must be an int >= 2 and <= {MAX_SENSE_CAP}, got {sense_cap!r}")
-    return cap
+    return check_int("sense_cap", sense_cap, 2, MAX_SENSE_CAP + 1)
 
 
 def check_type_options(top: Any, known: Any) -> tuple[int, str]:
     """``top_types`` as a positive int (NumPy's too) and ``types_known`` one of
     :data:`TYPES_KNOWN`."""
-    if not (isinstance(known, str) and known in TYPES_KNOWN):  # a list was unhashable
-        raise ValueError(f"types_known must be one of {TYPES_KNOWN}, got {known!r}")
-    count = as_int(top)
-    if count is None or count < 1:
-        raise ValueError(f"top_types must be a positive int, got {top!r}")
-    return count, str(known)
+    known = check_choice("types_known", known, TYPES_KNOWN)  # a list was unhashable
+    return check_int("top_types", top, 1), known
 
 
 def pos_and_sense(

@@ -11,9 +11,9 @@ import torch
 from torch import Tensor
 
 from galfast._args import check_device, check_int
-from galfast._dtypes import as_int, holds_integers
+from galfast._dtypes import holds_integers
 from galfast.datasets._arrays import sorted_unique
-from galfast.datasets._generator_args import check_held_out, check_seed
+from galfast.datasets._generator_args import check_held_out
 from galfast.graph import Graph
 
 __all__ = ["LinkSplit", "random_link_split", "sample_negative_edges", "undirected_pairs"]
@@ -127,10 +127,7 @@ def sample_negative_edges(
         (2, 2)
     """
     num_nodes = _check_num_nodes(num_nodes)
-    number = as_int(count)  # NumPy's and 0-d tensors' ints too
-    if number is None or number < 0:
-        raise ValueError(f"count must be an int >= 0, got {count!r}")
-    count = number
+    count = check_int("count", count, 0)  # NumPy's and 0-d tensors' ints too
     if not isinstance(rng, np.random.Generator):  # an int seed failed on rng.integers
         raise ValueError(
             f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got "
@@ -208,11 +205,11 @@ def random_link_split(
         val_fraction, test_fraction: shares of the pairs held out.
         seed: makes the split and the negatives reproducible.
     """
-    check_held_out(test_fraction, val_fraction)
+    val_fraction, test_fraction = check_held_out(val_fraction, test_fraction)
     num_nodes = _check_num_nodes(num_nodes)
     _check_pairs(pairs, num_nodes)
     # SeedSequence took True as 1, failed on 2.5 (TypeError) and on a 0-d tensor.
-    rng = np.random.default_rng(np.random.SeedSequence([check_seed(seed), 0x11A]))
+    rng = np.random.default_rng(np.random.SeedSequence([check_int("seed", seed, 0), 0x11A]))
     num_pairs = pairs.shape[1]
     num_val, num_test = int(val_fraction * num_pairs), int(test_fraction * num_pairs)
     perm = rng.permutation(num_pairs)

@@ -9,10 +9,9 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
-from galfast._dtypes import as_int
+from galfast._args import check_int
 from galfast._versions import check_unedited, tensor_versions
 from galfast.datasets._common import to_device
-from galfast.datasets._generator_args import check_seed
 from galfast.datasets.molecule_batch import MoleculeBatch, ranges
 
 # The structure the constructor checks, whose in-place edits check_unmodified refuses.
@@ -218,11 +217,8 @@ class MoleculeDataset:
         dataset for reduced runs, noted in ``notes``."""
         self.check_unmodified()
         g = len(self)
-        number = as_int(count)  # NumPy's ints too
-        if number is None or not 1 <= number <= g:
-            raise ValueError(f"count must be an int in [1, {g}], got {count!r}")
-        count = number
-        generator = torch.Generator().manual_seed(check_seed(seed, limit=2**64))
+        count = check_int("count", count, 1, g + 1)  # NumPy's ints too
+        generator = torch.Generator().manual_seed(check_int("seed", seed, 0, 2**64))
         ids = torch.randperm(g, generator=generator)[:count].sort().values.to(self.y.device)
         atoms, edges = self.node_ptr.diff()[ids], self.edge_ptr.diff()[ids]
         atom_rows = ranges(self.node_ptr[ids], atoms)

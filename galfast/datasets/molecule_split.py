@@ -7,8 +7,9 @@ from typing import Optional
 import torch
 from torch import Tensor
 
+from galfast._args import check_int
 from galfast._dtypes import holds_integers
-from galfast.datasets._generator_args import check_fits_memory, check_int, check_seed
+from galfast.datasets._generator_args import check_fits_memory
 
 __all__ = ["paper_split", "target_statistics"]
 
@@ -27,17 +28,16 @@ def paper_split(
     which the paper's code follows, shuffles the dataset first (unseeded); a `seed` gives that
     shuffle reproducibly: the order is a seeded permutation, then cut the same way.
     """
-    # Ints (10.5 molecules gave float ids), a seed torch.Generator takes (2**64 overflowed it,
-    # 1.5 failed in it, -1 was taken), and an order that fits in memory.
-    num_molecules = check_int("num_molecules", num_molecules)
-    num_test, num_val = check_int("num_test", num_test), check_int("num_val", num_val)
+    # Ints (10.5 molecules gave float ids; -5 failed in torch.arange), a seed torch.Generator
+    # takes (2**64 overflowed it, 1.5 failed in it, -1 was taken), and an order that fits in
+    # memory.
+    num_molecules = check_int("num_molecules", num_molecules, 0)
+    num_test, num_val = check_int("num_test", num_test, 0), check_int("num_val", num_val, 0)
     if seed is not None:
-        seed = check_seed(seed, limit=2**64)
-    if num_molecules < 0:  # else torch.arange failed on it (num_test = num_val = 0)
-        raise ValueError(f"num_molecules must be >= 0, got {num_molecules}")
-    if num_test < 0 or num_val < 0 or num_test + num_val > num_molecules:
+        seed = check_int("seed", seed, 0, 2**64)
+    if num_test + num_val > num_molecules:
         raise ValueError(
-            f"num_test={num_test} and num_val={num_val} must be >= 0 and leave a training set "
+            f"num_test={num_test} and num_val={num_val} must leave a training set "
             f"of {num_molecules} molecules"
         )
     check_fits_memory("paper_split", 16 * num_molecules)

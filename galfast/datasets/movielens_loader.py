@@ -15,9 +15,8 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from galfast._args import check_choice, check_flag
+from galfast._args import check_choice, check_flag, check_fraction, check_int
 from galfast.datasets._arrays import sorted_unique
-from galfast.datasets._generator_args import check_held_out, check_seed
 from galfast.datasets.download import (
     DatasetNotFoundError,
     Resource,
@@ -422,8 +421,8 @@ def movielens(
     spec = _VERSIONS[version]
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
     # Before the files are parsed (seconds for ML-1M): the split is drawn last.
-    seed, root, opener = check_seed(seed), check_root(root), check_opener(opener)
-    check_held_out(test_fraction)
+    seed, root, opener = check_int("seed", seed, 0), check_root(root), check_opener(opener)
+    test_fraction = check_fraction("test_fraction", test_fraction)
     folder = _locate(spec, root, download, opener)
     parsed = (_parse_1m if version == "1m" else _parse_100k)(folder)
     order_users, order_movies = np.argsort(parsed["user_ids"]), np.argsort(parsed["movie_ids"])

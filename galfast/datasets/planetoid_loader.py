@@ -8,8 +8,8 @@ import warnings
 from pathlib import Path
 from typing import Callable, Optional, Union
 
-from galfast._args import check_flag
-from galfast.datasets._generator_args import check_held_out, check_seed
+from galfast._args import check_flag, check_int
+from galfast.datasets._generator_args import check_held_out
 from galfast.datasets.bundled import BUNDLED_DIR, load_bundled
 from galfast.datasets.download import (
     DatasetNotFoundError,
@@ -191,8 +191,8 @@ def planetoid(
     name = name.lower()
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
     # Before any file is read: the link split is drawn last.
-    seed, root, opener = check_seed(seed), check_root(root), check_opener(opener)
-    check_held_out(test_fraction, val_fraction)
+    seed, root, opener = check_int("seed", seed, 0), check_root(root), check_opener(opener)
+    val_fraction, test_fraction = check_held_out(val_fraction, test_fraction)
     missing_features = ""
     if root is not None:
         folder = _from_root(root, name)

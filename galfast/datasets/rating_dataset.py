@@ -10,8 +10,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from galfast._args import check_fraction
 from galfast.datasets._common import attribute_summary, check_attributes, to_device
-from galfast.datasets._generator_args import check_held_out
 from galfast.datasets.rating_graph import rating_graph
 from galfast.graph import Graph
 
@@ -119,7 +119,7 @@ class RatingDataset:
 def split_ratings(num_ratings: int, test_fraction: float, seed: int) -> tuple[Tensor, Tensor]:
     """Seeded random split of rating rows: ``int(test_fraction * R)`` test rows, the rest train,
     both sorted."""
-    check_held_out(test_fraction)
+    test_fraction = check_fraction("test_fraction", test_fraction)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x5A7E]))
     perm = rng.permutation(num_ratings)
     num_test = int(test_fraction * num_ratings)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Union
 
 from galfast._args import check_int
-from galfast.datasets._generator_args import check_seed
 from galfast.datasets.graph_dataset import GraphDataset
 from galfast.datasets.knowledge_graph import KG_NAMES, fb15k_237, wn18rr
 from galfast.datasets.knowledge_graph_dataset import KnowledgeGraphDataset
@@ -123,7 +122,7 @@ def load(
         3327
     """
     unknown = sorted(set(kwargs) - set(loader_options(name)))
-    seed = check_seed(seed)  # the knowledge graphs and QM9 ignore it, but not a bad one
+    seed = check_int("seed", seed, 0)  # the knowledge graphs and QM9 ignore it, but not a bad one
     if unknown:
         raise ValueError(
             f"{name} takes no option {', '.join(map(repr, unknown))}; its options are "

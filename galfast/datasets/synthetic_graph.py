@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from galfast.datasets._generator_args import (
-    check_finite,
-    check_fits_memory,
-    check_held_out,
-    check_int,
-    check_seed,
-)
+from galfast._args import check_int, check_real
+from galfast.datasets._generator_args import check_fits_memory, check_held_out
 from galfast.datasets.graph_dataset import GraphDataset, build_graph_dataset
 from galfast.datasets.link_split import undirected_pairs
 
@@ -99,35 +94,22 @@ def synthetic_graph(
         >>> ds = synthetic_graph(500, attribute_homophily=0.9, seed=1)
         >>> edge_homophily(ds.graph.edge_index(), ds.attributes["sensitive"])  # ~0.9
     """
-    seed = check_seed(seed)
-    num_nodes = check_int("num_nodes", num_nodes)
-    num_classes = check_int("num_classes", num_classes)
-    num_attribute_classes = check_int("num_attribute_classes", num_attribute_classes)
-    num_features = check_int("num_features", num_features)
-    check_finite(
-        attribute_task_correlation=attribute_task_correlation,
-        task_homophily=task_homophily,
-        attribute_homophily=attribute_homophily,
-        avg_degree=avg_degree,
-        task_feature_strength=task_feature_strength,
-        attribute_feature_strength=attribute_feature_strength,
+    seed = check_int("seed", seed, 0)
+    num_nodes = check_int("num_nodes", num_nodes, 2)
+    num_classes = check_int("num_classes", num_classes, 2)
+    num_attribute_classes = check_int("num_attribute_classes", num_attribute_classes, 2)
+    num_features = check_int("num_features", num_features, 1)
+    attribute_task_correlation = check_real(
+        "attribute_task_correlation", attribute_task_correlation, 0, 1
     )
-    check_held_out(test_fraction, val_fraction)
-    if num_nodes < 2:
-        raise ValueError(f"num_nodes must be >= 2, got {num_nodes}")
-    if num_classes < 2 or num_attribute_classes < 2:
-        raise ValueError("num_classes and num_attribute_classes must each be >= 2")
-    for label, value in (
-        ("attribute_task_correlation", attribute_task_correlation),
-        ("task_homophily", task_homophily),
-        ("attribute_homophily", attribute_homophily),
-    ):
-        if not 0 <= value <= 1:
-            raise ValueError(f"{label} must lie in [0, 1], got {value}")
-    if avg_degree < 0 or num_features < 1:
-        raise ValueError("avg_degree must be >= 0 and num_features >= 1")
-    if task_feature_strength < 0 or attribute_feature_strength < 0:
-        raise ValueError("feature strengths must be >= 0")
+    task_homophily = check_real("task_homophily", task_homophily, 0, 1)
+    attribute_homophily = check_real("attribute_homophily", attribute_homophily, 0, 1)
+    avg_degree = check_real("avg_degree", avg_degree, 0)
+    task_feature_strength = check_real("task_feature_strength", task_feature_strength, 0)
+    attribute_feature_strength = check_real(
+        "attribute_feature_strength", attribute_feature_strength, 0
+    )
+    val_fraction, test_fraction = check_held_out(val_fraction, test_fraction)
     # float64 features and their temporaries, int64 per-node and per-draw arrays, class means
     # and the (label, attribute) blocks: a rough floor of what the draw holds at once.
     draws = num_nodes * avg_degree / 2

@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from galfast._args import check_fraction, check_int, check_real
 from galfast.datasets._arrays import sorted_unique
-from galfast.datasets._generator_args import (
-    check_finite,
-    check_fits_memory,
-    check_held_out,
-    check_int,
-    check_seed,
-)
+from galfast.datasets._generator_args import check_fits_memory
 from galfast.datasets.movielens_loader import AGE_GROUPS, GENDERS, OCCUPATIONS_1M
 from galfast.datasets.rating_dataset import RatingDataset, build_rating_dataset
 
@@ -117,26 +112,20 @@ def synthetic_movielens(
         >>> ds.num_users, ds.num_movies, ds.num_ratings
         (6040, 3706, 1000209)
     """
-    seed = check_seed(seed)
-    num_users = check_int("num_users", num_users)
-    num_movies = check_int("num_movies", num_movies)
-    num_ratings = check_int("num_ratings", num_ratings)
-    num_factors = check_int("num_factors", num_factors)
-    check_finite(
-        attribute_strength=attribute_strength,
-        selection_strength=selection_strength,
-        popularity_exponent=popularity_exponent,
-    )
-    check_held_out(test_fraction)
-    if num_users < 1 or num_movies < 1 or num_factors < 1:
-        raise ValueError("num_users, num_movies and num_factors must be >= 1")
-    if not 0 <= num_ratings <= num_users * num_movies // 2:
+    seed = check_int("seed", seed, 0)
+    num_users = check_int("num_users", num_users, 1)
+    num_movies = check_int("num_movies", num_movies, 1)
+    num_ratings = check_int("num_ratings", num_ratings, 0)
+    num_factors = check_int("num_factors", num_factors, 1)
+    attribute_strength = check_real("attribute_strength", attribute_strength, 0)
+    selection_strength = check_real("selection_strength", selection_strength, 0)
+    popularity_exponent = check_real("popularity_exponent", popularity_exponent, 0)
+    test_fraction = check_fraction("test_fraction", test_fraction)
+    if num_ratings > num_users * num_movies // 2:
         raise ValueError(
             f"num_ratings must lie in [0, {num_users * num_movies // 2}] (half of all "
             f"user-movie pairs), got {num_ratings}"
         )
-    if attribute_strength < 0 or selection_strength < 0 or popularity_exponent < 0:
-        raise ValueError("attribute_strength, selection_strength, popularity_exponent must be >= 0")
     # Users' and movies' factors, the 14 blocks' [M] selection tables and the drawn pairs: a
     # rough floor of what the draw holds at once.
     blocks = len(GENDERS) * len(AGE_GROUPS)

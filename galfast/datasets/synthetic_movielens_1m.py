@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from galfast.datasets._generator_args import check_finite, check_held_out, check_seed
+from galfast._args import check_fraction, check_int, check_real
 from galfast.datasets.movielens_loader import AGE_GROUPS, GENDERS, OCCUPATIONS_1M
 from galfast.datasets.rating_dataset import RatingDataset
 from galfast.datasets.synthetic_movielens import (
@@ -265,18 +265,12 @@ def synthetic_movielens_1m(
         >>> ds.num_users, ds.num_movies, ds.num_ratings
         (6040, 3706, 1000209)
     """
-    seed = check_seed(seed)
-    check_finite(
-        gender_strength=gender_strength,
-        age_strength=age_strength,
-        occupation_strength=occupation_strength,
-        rating_noise=rating_noise,
-    )
-    check_held_out(test_fraction)  # before seconds of drawing, not after
-    if min(gender_strength, age_strength, occupation_strength, rating_noise) < 0:
-        raise ValueError(
-            "gender_strength, age_strength, occupation_strength and rating_noise must be >= 0"
-        )
+    seed = check_int("seed", seed, 0)
+    gender_strength = check_real("gender_strength", gender_strength, 0)
+    age_strength = check_real("age_strength", age_strength, 0)
+    occupation_strength = check_real("occupation_strength", occupation_strength, 0)
+    rating_noise = check_real("rating_noise", rating_noise, 0)
+    test_fraction = check_fraction("test_fraction", test_fraction)  # before seconds of drawing
     stats = ML1M_STATISTICS
     num_users, num_movies = stats["num_users"], stats["num_movies"]
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x1E6]))

@@ -166,8 +166,8 @@ class ExperimentConfig:
         keys = [key for key, _ in self.model_options]
         if len(set(keys)) != len(keys):
             raise ValueError(f"model_options names an option twice: {keys}")
-        if self.dataset in KG_NAMES:
-            check_kg_model_options(self.model_options)
+        if self.dataset in KG_NAMES:  # stored as checked: a 0-d tensor rate as a float
+            object.__setattr__(self, "model_options", check_kg_model_options(self.model_options))
         elif self.model_options:
             raise ValueError(
                 f"model options apply to the knowledge-graph setup ({', '.join(KG_NAMES)}); "

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
+from galfast._args import check_int
 from galfast.graph import Graph
 from galfast.models import EmbeddingEncoder
-from galfast.models._checks import size
 from galfast.nn import ChebConv, GATConv, GCNConv, GINConv, SAGEConv, layer_graphs
 
 __all__ = ["ENCODERS", "GNNStack", "make_conv", "make_encoder"]
@@ -25,7 +25,7 @@ def make_conv(kind: str, in_dim: int, out_dim: int) -> nn.Module:
     head, GIN a two-layer MLP."""
     # As ints (NumPy's too, which the layers refuse); GIN's nn.Linear would take True, fail
     # deep in torch on -1 or 2.5, and build an empty layer for 0.
-    in_dim, out_dim = size("in_dim", in_dim), size("out_dim", out_dim)
+    in_dim, out_dim = check_int("in_dim", in_dim, 1), check_int("out_dim", out_dim, 1)
     if kind == "gcn":
         return GCNConv(in_dim, out_dim)
     if kind == "gat":
@@ -79,7 +79,7 @@ def make_encoder(
     if not isinstance(widths, Sequence) or isinstance(widths, str):
         raise ValueError(f"widths must be a sequence of layer sizes, got {widths!r}")
     # -1 would be read as "no features" and build a learned-embedding encoder instead.
-    num_features = size("num_features", num_features, 0)
+    num_features = check_int("num_features", num_features, 0)
     if num_features > 0:
         dims = [num_features, *widths]
         return GNNStack([make_conv(kind, a, b) for a, b in zip(dims, dims[1:])])

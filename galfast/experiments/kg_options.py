@@ -5,10 +5,9 @@ without importing the training code."""
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from galfast._args import plain_number
+from galfast._args import check_fraction, check_int, check_real, plain_number
 
 __all__ = ["KG_ENCODERS", "KG_MODEL_OPTIONS", "check_kg_model_options", "kg_model_options"]
 
@@ -52,34 +51,10 @@ def kg_model_options(options: tuple[tuple[str, Any], ...]) -> dict[str, Any]:
 
 
 def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    """``options`` with NumPy numbers as Python's; raises ValueError naming the first unknown or
-    out-of-range setting."""
-    options = tuple((key, plain_number(value)) for key, value in options)
-    for key, value in options:
-        if key not in KG_MODEL_OPTIONS:
-            raise ValueError(
-                f"the knowledge-graph setup takes no model option {key!r}; its options are "
-                f"{', '.join(KG_MODEL_OPTIONS)}"
-            )
-        if key in _CHOICES:
-            # Of the choice's own type: layers=2.0 or layers=True would pass an == test.
-            if not any(value == c and type(value) is type(c) for c in _CHOICES[key]):
-                raise ValueError(
-                    f"model option {key} must be one of {_CHOICES[key]}, got {value!r}"
-                )
-        elif key in _RATES:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
-                raise ValueError(f"model option {key} must lie in [0, 1), got {value!r}")
-        elif key == "lr":
-            number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if not number or not 0 < value < math.inf:
-                raise ValueError(f"model option lr must be a finite positive number, got {value!r}")
-        elif key == "max_batches" and value is None:
-            continue
-        else:
-            minimum = 0 if key == "num_bases" else 1
-            if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-                raise ValueError(f"model option {key} must be an int >= {minimum}, got {value!r}")
+    """``options`` with their numbers as Python's (rates and ``lr`` floats, counts ints, as
+    the record stores them); raises ValueError naming the first unknown or out-of-range
+    setting."""
+    options = tuple((key, _checked(key, plain_number(value))) for key, value in options)
     merged = {**KG_MODEL_OPTIONS, **dict(options)}
     if merged["decoder"] == "conve" and merged["dim"] != merged["k_w"] * merged["k_h"]:
         raise ValueError(
@@ -94,3 +69,27 @@ def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[
             "queries a batch; use a larger batch_size or decoder=distmult"
         )
     return options
+
+
+def _checked(key: str, value: Any) -> Any:
+    if key not in KG_MODEL_OPTIONS:
+        raise ValueError(
+            f"the knowledge-graph setup takes no model option {key!r}; its options are "
+            f"{', '.join(KG_MODEL_OPTIONS)}"
+        )
+    name = f"model option {key}"
+    if key in _CHOICES:
+        # Of the choice's own type: layers=2.0 or layers=True would pass an == test.
+        if not any(value == c and type(value) is type(c) for c in _CHOICES[key]):
+            raise ValueError(f"{name} must be one of {_CHOICES[key]}, got {value!r}")
+        return value
+    if key in _RATES:
+        return check_fraction(name, value)
+    if key == "lr":
+        lr = check_real(name, value)
+        if lr <= 0:
+            raise ValueError(f"{name} must be > 0, got {lr}")
+        return lr
+    if key == "max_batches" and value is None:
+        return None
+    return check_int(name, value, 0 if key == "num_bases" else 1)

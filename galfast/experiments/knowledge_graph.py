@@ -19,7 +19,7 @@ from torch import Tensor
 
 from galfast._dtypes import all_finite
 from galfast.datasets import KnowledgeGraphDataset
-from galfast.experiments.config import ConfigError, ExperimentConfig
+from galfast.experiments.config import ExperimentConfig
 from galfast.experiments.kg_options import kg_model_options
 from galfast.experiments.setup import Setup, attacker_for
 from galfast.gal import SensitiveAttribute
@@ -127,25 +127,6 @@ def train(
     return z, task
 
 
-def _check_last_batch(cfg: ExperimentConfig, dataset: KnowledgeGraphDataset) -> None:
-    """ConvE batch-normalises each batch of queries: a last batch of one query (the queries
-    one more than a multiple of batch_size) would stop the run at the end of its first epoch
-    with torch's "Expected more than 1 value per channel"."""
-    options = kg_model_options(cfg.model_options)
-    if options["decoder"] != "conve":
-        return
-    count = kg_queries(dataset.train, dataset.num_entities, dataset.num_relations).num_queries
-    size, batches = options["batch_size"], -(-count // options["batch_size"])
-    trained = options["max_batches"] is None or options["max_batches"] >= batches
-    if count % size == 1 and trained:
-        raise ConfigError(
-            "model_options",
-            f"batch_size={size} leaves a last batch of one query ({dataset.name} has {count} "
-            "training queries), which the ConvE decoder's batch norm cannot train on; use "
-            "another batch_size",
-        )
-
-
 KNOWLEDGE_GRAPH = Setup(
     name="knowledge-graph",
     dataset_type=KnowledgeGraphDataset,
@@ -155,5 +136,4 @@ KNOWLEDGE_GRAPH = Setup(
     task_metric="mrr",
     train=train,
     pretrain_epochs=35,
-    check_config=_check_last_batch,
 )

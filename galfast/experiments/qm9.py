@@ -40,10 +40,19 @@ def molecule_split(num_molecules: int) -> tuple[Tensor, Tensor, Tensor]:
     """``(train, val, test)`` indices: a seeded shuffle (seed 0), then 10,000 test and 10,000
     validation molecules (the paper's split; a tenth each, at least one, for datasets under
     100,000 molecules, so fixtures and subsets split too) and the rest for training."""
-    if num_molecules < 3:
-        raise ValueError(f"QM9 runs need at least 3 molecules to split, got {num_molecules}")
+    if num_molecules < 4:
+        # Two training molecules at least: the task's normalisation takes their std.
+        raise ValueError(
+            "QM9 runs need at least 4 molecules (one test, one validation and two training "
+            f"molecules), got {num_molecules}"
+        )
     held_out = min(10_000, max(1, num_molecules // 10))
     return paper_split(num_molecules, num_test=held_out, num_val=held_out, seed=SPLIT_SEED)
+
+
+def _check_split(dataset: MoleculeDataset) -> None:
+    """Refuses, before any work, a dataset too small for :func:`molecule_split`."""
+    molecule_split(len(dataset))
 
 
 class MPNNReadout(nn.Module):
@@ -182,5 +191,6 @@ QM9 = Setup(
     train=train,
     attacks=("node",),
     audit_split=_audit_split,
+    check_data=_check_split,
     steps_per_epoch=lambda dataset: -(-molecule_split(len(dataset))[0].numel() // BATCH_SIZE),
 )

@@ -145,8 +145,7 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
     Raises:
         DatasetNotFoundError: the dataset is neither on disk nor downloadable.
         ConfigError: the dataset lacks an attribute ``cfg.attribute`` names, or its split
-            leaves nothing to train on or to score (an empty test split), or the setup
-            cannot train with these settings on it (``Setup.check_config``).
+            leaves nothing to train on or to score (an empty test split).
         ValueError, OSError: a dataset file is malformed or unreadable, or a loader option
             has a bad value (the message says which).
     """
@@ -157,8 +156,6 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
             setup.check_data(dataset)
         except ValueError as error:
             raise ConfigError("dataset_options", str(error)) from None
-    if setup.check_config is not None:
-        setup.check_config(cfg, dataset)
     default_attribute = setup.attribute
     if default_attribute not in dataset.attributes:
         default_attribute = next(iter(dataset.attributes))

@@ -48,9 +48,6 @@ class Setup:
             nothing to train on or to score (None: no check).
         steps_per_epoch: ``(dataset) -> int``, the task steps of one epoch, which the
             adversary schedule counts (None: not known before training, not checked).
-        check_config: ``(cfg, dataset) -> None``, raises ConfigError when the run's settings
-            cannot train on this dataset (None: no check); :func:`prepare` calls it, so the
-            mistake is found before any work.
     """
 
     name: str
@@ -65,7 +62,6 @@ class Setup:
     audit_split: Optional[Callable[[Any, int], tuple[Tensor, Tensor]]] = None
     check_data: Optional[Callable[[Any], None]] = None
     steps_per_epoch: Optional[Callable[[Any], int]] = None
-    check_config: Optional[Callable[[ExperimentConfig, Any], None]] = None
 
     def defaults(self) -> dict[str, Any]:
         return {

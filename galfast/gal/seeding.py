@@ -9,6 +9,7 @@ from contextlib import contextmanager
 import numpy as np
 import torch
 
+from galfast._args import check_int
 from galfast._dtypes import as_int
 
 __all__ = ["check_seed", "cuda_rng_devices", "derive_seed", "seeded_generator", "seeded_globals"]
@@ -39,10 +40,7 @@ def check_seed(name: str, seed: object) -> int:
     """``seed`` as an int; ValueError naming ``name`` unless it is an integer (not a bool) in
     ``[0, 2**64)``. Every seed of the public API is checked here: outside that range
     :func:`derive_seed` would silently give another seed's draws."""
-    value = as_int(seed)
-    if value is None or not 0 <= value < _SEED_LIMIT:
-        raise ValueError(f"{name} must be an int in [0, 2**64), got {seed!r}")
-    return value
+    return check_int(name, seed, 0, _SEED_LIMIT)
 
 
 def derive_seed(seed: int, purpose: str, *counters: int) -> int:

@@ -6,9 +6,7 @@ from collections.abc import Sequence
 
 from torch import Tensor, nn
 
-from galfast._args import check_real
-from galfast.models._checks import rate
-from galfast.models._checks import size as layer_size
+from galfast._args import check_fraction, check_int, check_real
 from galfast.nn._layer_checks import check_features
 
 __all__ = ["AttackerMLP"]
@@ -49,12 +47,12 @@ class AttackerMLP(nn.Module):
         dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        in_dim, out_dim = layer_size("in_dim", in_dim), layer_size("out_dim", out_dim)
+        in_dim, out_dim = check_int("in_dim", in_dim, 1), check_int("out_dim", out_dim, 1)
         # A string would be read as its characters, an int is not iterable.
         if not isinstance(hidden, Sequence) or isinstance(hidden, str):
             raise ValueError(f"hidden must be a sequence of layer sizes, got {hidden!r}")
-        hidden = [layer_size("hidden", h) for h in hidden]
-        dropout = rate("dropout", dropout)
+        hidden = [check_int("hidden", h, 1) for h in hidden]
+        dropout = check_fraction("dropout", dropout)
         # nn.LeakyReLU takes any value: NaN gave NaN outputs, a string failed at the forward.
         negative_slope = check_real("negative_slope", negative_slope)
         layers: list[nn.Module] = []

@@ -8,9 +8,9 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
+from galfast._args import check_fraction, check_int
 from galfast._dtypes import as_int
 from galfast.graph import Graph
-from galfast.models._checks import rate, size
 from galfast.nn import CompGCNConv, CompGCNGraphs, compgcn_graphs
 
 __all__ = ["CompGCNEncoder"]
@@ -67,22 +67,22 @@ class CompGCNEncoder(nn.Module):
         hidden_dropout: float = 0.3,
     ) -> None:
         super().__init__()
-        num_entities = size("num_entities", num_entities)
-        num_relations = size("num_relations", num_relations)
+        num_entities = check_int("num_entities", num_entities, 1)
+        num_relations = check_int("num_relations", num_relations, 1)
         dim, init_dim, hidden_dim = (
-            size("dim", dim),
-            size("init_dim", init_dim),
-            size("hidden_dim", hidden_dim),
+            check_int("dim", dim, 1),
+            check_int("init_dim", init_dim, 1),
+            check_int("hidden_dim", hidden_dim, 1),
         )
-        num_bases = size("num_bases", num_bases, low=0)
+        num_bases = check_int("num_bases", num_bases, 0)
         # 1.0 and True equal 1 but are no layer count (as_int refuses both).
         count = as_int(layers)
         if count not in (1, 2):
             raise ValueError(f"layers must be 1 or 2, got {layers!r}")
         layers = count
         # NaN passes nn.Dropout's check and fails at the first forward.
-        conv_dropout = rate("conv_dropout", conv_dropout)
-        hidden_dropout = rate("hidden_dropout", hidden_dropout)
+        conv_dropout = check_fraction("conv_dropout", conv_dropout)
+        hidden_dropout = check_fraction("hidden_dropout", hidden_dropout)
         _check_triples(triples, num_entities, num_relations)
         self.num_entities, self.num_relations = num_entities, num_relations
         self.register_buffer("edge_index", triples[:, [0, 2]].t().contiguous(), persistent=False)

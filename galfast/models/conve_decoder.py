@@ -6,8 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from galfast._args import check_flag
-from galfast.models._checks import rate, size
+from galfast._args import check_flag, check_fraction, check_int
 from galfast.models.kg_decoder_inputs import check_query_embeddings
 
 __all__ = ["ConvEDecoder"]
@@ -64,15 +63,15 @@ class ConvEDecoder(nn.Module):
         conv_bias: bool = False,
     ) -> None:
         super().__init__()
-        num_entities, dim = size("num_entities", num_entities), size("dim", dim)
-        k_w, k_h = size("k_w", k_w), size("k_h", k_h)
+        num_entities, dim = check_int("num_entities", num_entities, 1), check_int("dim", dim, 1)
+        k_w, k_h = check_int("k_w", k_w, 1), check_int("k_h", k_h, 1)
         num_filters, kernel_size = (
-            size("num_filters", num_filters),
-            size("kernel_size", kernel_size),
+            check_int("num_filters", num_filters, 1),
+            check_int("kernel_size", kernel_size, 1),
         )
         # NaN passes nn.Dropout's check and fails at the first forward.
-        feature_dropout = rate("feature_dropout", feature_dropout)
-        hidden_dropout = rate("hidden_dropout", hidden_dropout)
+        feature_dropout = check_fraction("feature_dropout", feature_dropout)
+        hidden_dropout = check_fraction("hidden_dropout", hidden_dropout)
         if dim != k_w * k_h:
             raise ValueError(f"dim must equal k_w * k_h, got dim={dim}, k_w={k_w}, k_h={k_h}")
         if kernel_size > min(2 * k_w, k_h):
@@ -90,6 +89,12 @@ class ConvEDecoder(nn.Module):
 
     def query(self, head: Tensor, relation: Tensor) -> Tensor:
         """``[B, D]``: the query vector each entity embedding is scored against."""
+        if self.training and head.size(0) == 1:
+            raise ValueError(
+                "ConvEDecoder got one query in training mode: its batch norm takes statistics "
+                "over the queries of a batch and needs at least 2 (score a single query in eval "
+                "mode, decoder.eval())"
+            )
         image = torch.stack([head, relation], dim=2).reshape(-1, 1, 2 * self.k_w, self.k_h)
         x = self.conv(self.input_norm(image))
         x = self.feature_dropout(F.relu(self.conv_norm(x)))

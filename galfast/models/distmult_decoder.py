@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from galfast.models._checks import size
+from galfast._args import check_int
 from galfast.models.kg_decoder_inputs import check_query_embeddings
 
 __all__ = ["DistMultDecoder"]
@@ -36,7 +36,7 @@ class DistMultDecoder(nn.Module):
 
     def __init__(self, num_entities: int, dim: int, bias: bool = True) -> None:
         super().__init__()
-        num_entities, dim = size("num_entities", num_entities), size("dim", dim)
+        num_entities, dim = check_int("num_entities", num_entities, 1), check_int("dim", dim, 1)
         self.num_entities, self.dim = num_entities, dim
         self.bias = nn.Parameter(torch.zeros(num_entities)) if bias else None
 

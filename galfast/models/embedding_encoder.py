@@ -8,9 +8,8 @@ from typing import Optional
 import torch
 from torch import Tensor, nn
 
-from galfast._args import check_flag
+from galfast._args import check_flag, check_int, check_real
 from galfast.graph import Graph
-from galfast.models._checks import real, size
 from galfast.nn import BatchNorm, is_blocks, layer_graphs
 
 __all__ = ["EmbeddingEncoder"]
@@ -31,7 +30,8 @@ class EmbeddingEncoder(nn.Module):
         convs: layers called as ``conv(h, graph)`` (``galfast.nn`` layers; wrap PyG layers in
             :class:`galfast.nn.EdgeIndexAdapter`). Empty = embeddings only.
         batch_norm: apply BatchNorm to the embeddings (:class:`galfast.nn.BatchNorm`: PyG's
-            layer on galfast's fused CPU kernel).
+            layer on galfast's fused CPU kernel). A single input row (a sampled batch of one
+            isolated node) is normalised by the running statistics, as in eval mode.
         activation: between layers (not after the last); default ReLU.
         max_norm: if given, rows looked up in a forward are first rescaled in place to L2 norm
             at most ``max_norm``, as ``nn.Embedding(max_norm=...)`` does (the original GAL
@@ -63,17 +63,21 @@ class EmbeddingEncoder(nn.Module):
         max_norm: Optional[float] = None,
     ) -> None:
         super().__init__()
-        num_nodes, dim = size("num_nodes", num_nodes), size("dim", dim)
-        # A string failed the comparison with a TypeError; True passed as 1.
-        if max_norm is not None and not (real(max_norm) and max_norm > 0):
-            raise ValueError(f"max_norm must be > 0, a number, got {max_norm!r}")
+        num_nodes, dim = check_int("num_nodes", num_nodes, 1), check_int("dim", dim, 1)
+        if max_norm is not None:
+            # A string failed the comparison with a TypeError; True passed as 1.
+            max_norm = check_real("max_norm", max_norm)
+            if max_norm <= 0:
+                raise ValueError(f"max_norm must be > 0, got {max_norm}")
         # A name ("relu") would fail only at the first forward, as "'str' is not callable".
         if activation is not None and not callable(activation):
             raise ValueError(f"activation must be a module or callable, got {activation!r}")
         self.max_norm = max_norm
         self.embedding = nn.Embedding(num_nodes, dim)
         batch_norm = check_flag("batch_norm", batch_norm)  # "no" is truthy
-        self.norm = BatchNorm(dim) if batch_norm else nn.Identity()
+        # A sampled batch whose seeds have no neighbours can hold one input row, which has no
+        # batch variance: it is normalised by the running statistics instead of failing.
+        self.norm = BatchNorm(dim, allow_single_element=True) if batch_norm else nn.Identity()
         self.convs = nn.ModuleList(convs)
         self.activation = nn.ReLU() if activation is None else activation
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from galfast._args import check_device
-from galfast._dtypes import as_int, holds_integers
+from galfast._args import check_device, check_int
+from galfast._dtypes import holds_integers
 
 __all__ = ["KGQueries", "check_triples", "kg_queries", "with_inverses"]
 
@@ -66,14 +66,8 @@ class KGQueries:
         # Built by hand, an answer past num_entities failed in targets() with an IndexError,
         # and unsorted queries were silently missed by find(). Values are read on the CPU only
         # (to() builds one on the device).
-        n, r = as_int(self.num_entities), as_int(self.num_relations)
-        if n is None or n < 1 or r is None or r < 1:
-            raise ValueError(
-                f"num_entities and num_relations must be ints >= 1, got {self.num_entities!r} "
-                f"and {self.num_relations!r}"
-            )
-        object.__setattr__(self, "num_entities", n)
-        object.__setattr__(self, "num_relations", r)
+        for name in ("num_entities", "num_relations"):
+            object.__setattr__(self, name, check_int(name, getattr(self, name), 1))
         shapes = {"queries": 2, "offsets": 1, "answers": 1}
         for name, dims in shapes.items():
             value = getattr(self, name)

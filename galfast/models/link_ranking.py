@@ -17,7 +17,6 @@ rare and the three conventions agree.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Callable
@@ -25,7 +24,8 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from galfast._dtypes import as_int, holds_integers
+from galfast._args import check_int
+from galfast._dtypes import holds_integers
 from galfast.models.kg_queries import KGQueries, check_triples
 
 __all__ = ["TIES", "LinkRanking", "RankMetrics", "evaluate_link_prediction", "filtered_ranks"]
@@ -80,12 +80,12 @@ def filtered_ranks(
     return ranks + (level.to(torch.float64) / 2 if ties == "realistic" else level)
 
 
-def check_hits_at(hits_at: Sequence[int]) -> None:
-    """Raises ValueError unless `hits_at` is a sequence of ints >= 1 (the k of Hits@k)."""
-    if not isinstance(hits_at, Sequence) or not all(
-        isinstance(k, numbers.Integral) and not isinstance(k, bool) and k >= 1 for k in hits_at
-    ):
+def check_hits_at(hits_at: Sequence[int]) -> tuple[int, ...]:
+    """`hits_at` (the k of Hits@k) as a tuple of Python ints >= 1 (NumPy's ints too, which
+    would otherwise key the ``hits`` dict); ValueError otherwise."""
+    if not isinstance(hits_at, Sequence) or isinstance(hits_at, str):
         raise ValueError(f"hits_at must be a sequence of ints >= 1, got {hits_at!r}")
+    return tuple(check_int(f"hits_at[{i}]", k, 1) for i, k in enumerate(hits_at))
 
 
 def _kind(value: object) -> str:
@@ -110,7 +110,7 @@ class RankMetrics:
         Raises:
             ValueError: no ranks, a rank below 1 or not finite, or a k that is not an int >= 1.
         """
-        check_hits_at(hits_at)
+        hits_at = check_hits_at(hits_at)
         if not isinstance(ranks, Tensor) or ranks.dtype == torch.bool or ranks.is_complex():
             raise ValueError(f"ranks must be a real tensor, got {_kind(ranks)}")
         if ranks.numel() == 0:
@@ -197,11 +197,8 @@ def evaluate_link_prediction(
         >>> result = evaluate_link_prediction(model.score, ds.test, known)
         >>> result.both.mrr, result.both.hits[10]
     """
-    size = as_int(batch_size)  # NumPy's ints too
-    if size is None or size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
-    batch_size = size
-    check_hits_at(hits_at)  # now, not after ranking every triple
+    batch_size = check_int("batch_size", batch_size, 1)  # NumPy's ints too
+    hits_at = check_hits_at(hits_at)  # now, not after ranking every triple
     if not isinstance(known, KGQueries):
         raise ValueError(f"known must be a KGQueries, got {type(known).__name__}")
     for name in ("num_entities", "num_relations"):  # a model's scorer tells its sizes

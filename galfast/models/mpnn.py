@@ -8,10 +8,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from galfast._args import check_flag
-from galfast._dtypes import as_int
+from galfast._args import check_flag, check_int
 from galfast.graph import Graph
-from galfast.models._checks import size
 from galfast.nn import NNConv, Set2Set
 from galfast.nn._graph_input import graph_and_order
 
@@ -74,15 +72,13 @@ class MPNN(torch.nn.Module):
     ) -> None:
         super().__init__()
         in_channels, edge_channels = (
-            size("in_channels", in_channels),
-            size("edge_channels", edge_channels),
+            check_int("in_channels", in_channels, 1),
+            check_int("edge_channels", edge_channels, 1),
         )
-        dim, out_channels = size("dim", dim), size("out_channels", out_channels)
-        edge_hidden = size("edge_hidden", edge_hidden)
-        message_steps = size("message_steps", message_steps, 0)  # True is no step count
-        # Set2Set checks it as an int: a NumPy integer would be refused there.
-        number = as_int(processing_steps)
-        processing_steps = processing_steps if number is None else number
+        dim, out_channels = check_int("dim", dim, 1), check_int("out_channels", out_channels, 1)
+        edge_hidden = check_int("edge_hidden", edge_hidden, 1)
+        message_steps = check_int("message_steps", message_steps, 0)  # True is no step count
+        processing_steps = check_int("processing_steps", processing_steps, 0)
         self.message_steps = message_steps
         self.lin0 = torch.nn.Linear(in_channels, dim)
         edge_nn = torch.nn.Sequential(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch.nn.functional as F
 from torch import Tensor
 
-from galfast.models._checks import rate
+from galfast._args import check_fraction
 
 __all__ = ["check_label_smoothing", "one_to_n_loss", "smooth_labels"]
 
@@ -14,7 +14,7 @@ def smooth_labels(targets: Tensor, label_smoothing: float) -> Tensor:
     r""":math:`(1 - \epsilon)\, y + 1 / N` for multi-hot ``targets`` ``[B, N]``: the smoothing of
     ConvE's and CompGCN's code (note ``1 / N``, not :math:`\epsilon / N`). A true answer's
     label exceeds 1 when ``1 / N > epsilon``: only for toy graphs, never FB15k-237 or WN18RR."""
-    check_label_smoothing(label_smoothing)
+    label_smoothing = check_label_smoothing(label_smoothing)
     return (1.0 - label_smoothing) * targets + 1.0 / targets.size(-1)
 
 
@@ -44,15 +44,15 @@ def one_to_n_loss(logits: Tensor, targets: Tensor, label_smoothing: float = 0.1)
             f"logits and targets must both be [B, N], got {list(logits.shape)} and "
             f"{list(targets.shape)}"
         )
-    check_label_smoothing(label_smoothing)  # also where it is 0 and skipped
+    label_smoothing = check_label_smoothing(label_smoothing)  # also where it is 0 and skipped
     labels = targets.to(logits.dtype)
     if label_smoothing:
         labels = smooth_labels(labels, label_smoothing)
     return F.binary_cross_entropy_with_logits(logits, labels)
 
 
-def check_label_smoothing(label_smoothing: float) -> None:
-    """Raises ValueError unless `label_smoothing` is a real number in [0, 1)."""
+def check_label_smoothing(label_smoothing: float) -> float:
+    """`label_smoothing` as a float in [0, 1); ValueError otherwise."""
     # A comparison alone would pass None by (0 skips smoothing) and fail on a string with a
     # TypeError; NaN fails it, as it should.
-    rate("label_smoothing", label_smoothing)
+    return check_fraction("label_smoothing", label_smoothing)

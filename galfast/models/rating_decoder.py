@@ -9,8 +9,8 @@ import torch
 from torch import Tensor, nn
 
 from galfast import ops
+from galfast._args import check_int
 from galfast._dtypes import all_finite
-from galfast.models._checks import size
 from galfast.models.bilinear_forms import bilinear_forms
 
 __all__ = ["BilinearRatingDecoder"]
@@ -53,8 +53,8 @@ class BilinearRatingDecoder(nn.Module):
         levels: Optional[Sequence[float]] = None,
     ) -> None:
         super().__init__()
-        dim, num_levels = size("dim", dim), size("num_levels", num_levels, 2)
-        num_bases = size("num_bases", num_bases)
+        dim, num_levels = check_int("dim", dim, 1), check_int("num_levels", num_levels, 2)
+        num_bases = check_int("num_bases", num_bases, 1)
         levels = range(1, num_levels + 1) if levels is None else levels
         level_values = torch.as_tensor(list(levels), dtype=torch.get_default_dtype())
         # A NaN level made every expected rating NaN; nested lists gave a [R, 1] buffer.

@@ -59,6 +59,12 @@ def _loop_terms(
     columns) rather than of the D-wide features."""
     loops, heads = layout.inverse_count.size(0), project.size(1)
     if isinstance(fill_value, Tensor):
+        if fill_value.numel() not in (1, project.size(0)):
+            # A lazy layer (edge_dim=-1) learns the feature width only here.
+            raise ValueError(
+                f"fill_value must hold 1 or edge_dim = {project.size(0)} values, got shape "
+                f"{list(fill_value.shape)}"
+            )
         # One value stands for every feature, as PyG broadcasts it.
         fill = fill_value.to(edge_feats).reshape(1, -1).expand(1, project.size(0))
         return (fill @ project).expand(loops, heads)

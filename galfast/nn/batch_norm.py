@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from galfast._args import check_flag, check_int, check_real
+from galfast.nn.sync_batch_norm import sync_batch_norm, synchronizing
 from galfast.ops.batch_norm import fused_batch_norm, update_running
 
 __all__ = ["BatchNorm"]
@@ -36,6 +37,11 @@ class BatchNorm(torch.nn.Module):
     thread on inputs of this shape; the fused kernel reads the rows in order, accumulates the
     statistics in double and gives the same bits for any thread count (float32 results differ
     from torch's at rounding level).
+
+    Inside :func:`galfast.nn.sync_batch_norm.synchronized_batch_norm` (which the trainer's
+    multi-process sampled steps enter around the encoder) a forward that uses batch statistics
+    takes them over the rows of every process, and updates the running buffers with them, so
+    they stay identical on every process (see :mod:`galfast.nn.sync_batch_norm`).
 
     Checkpoints of galfast's earlier ``BatchNorm`` (a ``BatchNorm1d`` itself, keys without
     ``module.``) and of a plain ``BatchNorm1d`` load too.
@@ -93,6 +99,9 @@ class BatchNorm(torch.nn.Module):
         self.module.reset_parameters()
 
     def forward(self, x: Tensor) -> Tensor:
+        sync = synchronizing()
+        if sync is not None and self.module.uses_batch_stats():
+            return sync_batch_norm(x, self.module, sync, self.allow_single_element)
         if self.allow_single_element and x.size(0) <= 1:
             # PyG: one row has no batch variance, so it is normalised as in eval mode.
             m = self.module
@@ -135,10 +144,13 @@ class _FusedBatchNorm1d(torch.nn.BatchNorm1d):
             )
         return y
 
+    def uses_batch_stats(self) -> bool:
+        """Whether a forward normalises by the batch's statistics (as torch decides)."""
+        return self.training or (self.running_mean is None and self.running_var is None)
+
     def _fused_applies(self, input: Tensor) -> bool:
         """Batch statistics on a 2-D CPU float input whose parameters and buffers match it."""
-        uses_batch_stats = self.training or (self.running_mean is None and self.running_var is None)
-        if not uses_batch_stats or not isinstance(input, Tensor) or input.dim() != 2:
+        if not self.uses_batch_stats() or not isinstance(input, Tensor) or input.dim() != 2:
             return False
         if input.device.type != "cpu" or input.dtype not in _FUSED_DTYPES or input.size(0) < 2:
             return False

@@ -8,22 +8,14 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from galfast._args import check_flag
-from galfast._dtypes import as_int
+from galfast._args import check_flag, check_int
 
 __all__ = ["check_batch_size", "index_batches"]
 
 
 def check_batch_size(batch_size: Optional[int]) -> Optional[int]:
     """``batch_size`` as an int (NumPy's too) or None; ValueError unless it is positive."""
-    if batch_size is None:
-        return None
-    size = as_int(batch_size)
-    if size is None or size < 1:
-        raise ValueError(
-            f"batch_size must be a positive int or None (one batch), got {batch_size!r}"
-        )
-    return size
+    return None if batch_size is None else check_int("batch_size", batch_size, 1)
 
 
 def index_batches(

@@ -18,6 +18,12 @@ process group. What each step does (the gradient averaging of PyTorch's DDP, as 
   takes the same optimizer steps, so encoder, task head, attackers and both optimizers stay
   identical everywhere. Checkpoints are written by rank 0 only and load on any number of
   processes.
+- The encoder's :class:`galfast.nn.BatchNorm` layers take their batch statistics over the
+  rows of every process (:mod:`galfast.nn.sync_batch_norm`, entered by the sampled encoding),
+  so their running buffers stay identical too; a process without rows in a step still runs
+  the encoder on zero rows. A node sampled by two processes counts twice in those statistics,
+  so with BatchNorm a step is close to, not exactly, the one-process step. torch's own
+  ``BatchNorm1d/2d/3d`` in the encoder are refused when ``fit`` starts.
 
 Why not wrap the modules in ``DistributedDataParallel``: a GAL step calls the encoder for the
 task and again for the adversary, with a set of attackers that varies with the batch, and a

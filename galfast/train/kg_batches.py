@@ -45,7 +45,9 @@ class OneToNBatches:
 
     Args:
         queries: ``kg_queries(ds.train, N, R)``, the training queries and answers.
-        batch_size: queries per batch (CompGCN: 128); None = all in one batch.
+        batch_size: queries per batch (CompGCN: 128); None = all in one batch. Where the
+            last batch would hold a single query, the batch before it takes it (one batch of
+            ``batch_size + 1``): ConvE's batch norm fails on a batch of one in training.
         shuffle: a new order every epoch.
         seed: None: the order is drawn from torch's global generator (which
             :class:`GALTrainer` seeds every epoch, like the other batch types); an int: epoch
@@ -88,8 +90,18 @@ class OneToNBatches:
             )
 
     def __len__(self) -> int:
-        size = self.batch_size or max(self.queries.num_queries, 1)
-        return -(-self.queries.num_queries // size)
+        return len(self._starts(self.queries.num_queries)) - 1
+
+    def _starts(self, count: int) -> list[int]:
+        """The first query of each batch, then ``count``. A last batch of a single query joins
+        the one before it (unless batches of one were asked for): ConvE's batch norm cannot
+        take statistics over one query in training mode, and the lone query would fail the
+        epoch."""
+        size = self.batch_size or max(count, 1)
+        starts = [*range(0, count, size), count]
+        if size > 1 and len(starts) > 2 and count - starts[-2] == 1:
+            del starts[-2]
+        return starts
 
     def _order(self, epoch: int) -> Tensor:
         count = self.queries.num_queries
@@ -103,9 +115,9 @@ class OneToNBatches:
     def epoch(self, epoch: int) -> Iterator[OneToNBatch]:
         """The batches of epoch `epoch` (with ``seed=None``: drawn from the global generator)."""
         order = self._order(epoch).to(self.queries.queries.device)
-        size = self.batch_size or max(order.numel(), 1)
-        for start in range(0, order.numel(), size):
-            index = order[start : start + size]
+        starts = self._starts(order.numel())
+        for start, stop in zip(starts, starts[1:]):
+            index = order[start:stop]
             query = self.queries.queries[index]
             yield OneToNBatch(query[:, 0], query[:, 1], index, self.queries.targets(index))
 

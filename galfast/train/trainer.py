@@ -446,7 +446,11 @@ class GALTrainer(SampledSteps):
         graph = None if graph is None else graph.to(self.device)
         inputs = None if graph is None else node_inputs(graph, x, self.device)
         if self.sampler is not None:
-            self._sampled = SampledEncoder(self.sampler, graph, inputs, self.settings.seed)
+            sampled = SampledEncoder(
+                self.sampler, graph, inputs, self.settings.seed, self.process_group
+            )
+            sampled.check_encoder(self.encoder)  # torch BatchNorm on several processes
+            self._sampled = sampled
         # Every process starts from rank 0's modules (DDP's rule); the optimizers' states are
         # fresh or loaded from the same checkpoint, hence equal too.
         self.process_group.broadcast([self.encoder, self.task_head, self.attacker])
@@ -599,7 +603,11 @@ class GALTrainer(SampledSteps):
         is this process's share (loss x its part of the batch), summed over the processes.
         Raises :class:`LossDiverged` when it is not finite: checked here, where the losses are
         read back to the host anyway, so no step waits for the device."""
-        steps = self.process_group.sum(torch.stack(values))
+        steps = torch.stack(values)
+        if self.process_group.enabled:
+            # In float64 on every process: a process whose shares were all empty holds float32
+            # zeros, and gloo aborts an all_reduce whose tensors differ in size between ranks.
+            steps = self.process_group.sum(steps.double())
         mean = float(steps.mean())
         if not math.isfinite(mean):
             raise LossDiverged(loss, self.epoch, steps.tolist(), mean)

@@ -1,0 +1,29 @@
+"""Joining the gloo process group of a multi-process test (spawned CPU processes)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def join(rank: int, world_size: int, workdir: str) -> None:
+    """Joins the test processes' gloo group through a file in ``workdir``, one torch thread
+    each. A collective that a process misses fails after a minute instead of hanging."""
+    torch.set_num_threads(1)
+    init = f"file://{os.path.join(workdir, 'rendezvous')}"
+    timeout = datetime.timedelta(seconds=60)
+    dist.init_process_group(
+        "gloo", init_method=init, rank=rank, world_size=world_size, timeout=timeout
+    )
+
+
+def two_process_records(run, workdir: str, *args) -> list:
+    """Spawns ``run(rank, 2, workdir, *args)`` on two processes and returns what each saved
+    to ``workdir/rank{r}.pt``."""
+    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    mp.spawn(run, args=(2, workdir, *args), nprocs=2, join=True)
+    return [torch.load(os.path.join(workdir, f"rank{r}.pt")) for r in (0, 1)]
