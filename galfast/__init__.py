@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from galfast import datasets, models, nn, ops
+from galfast import (
+    # First (sorted first, too), before torch loads: Ctrl-C while the galfast command imports
+    # prints one line.
+    _startup,  # noqa: F401
+    datasets,
+    models,
+    nn,
+    ops,
+)
 from galfast._native import _C
 from galfast.audit import AuditReport, audit
 from galfast.graph import Graph

@@ -21,6 +21,7 @@ ALLOWED = {
     "_dtypes": {"_native"},
     "_native": set(),
     "_versions": set(),
+    "_startup": set(),
     "_args": {"_dtypes"},
     "graph": {"_native", "_dtypes", "_args", "_versions"},
     "ops": BASE,
@@ -31,8 +32,9 @@ ALLOWED = {
     "train": BASE | {"ops", "nn", "models", "gal"},
     "audit": BASE | {"ops", "nn", "models", "gal"},
     "experiments": BASE | {"ops", "nn", "models", "gal", "train", "audit", "datasets"},
-    "cli": BASE | {"ops", "nn", "models", "gal", "train", "audit", "datasets", "experiments"},
-    "galfast": BASE | {"ops", "nn", "models", "gal", "train", "audit", "datasets"},
+    "cli": BASE
+    | {"_startup", "ops", "nn", "models", "gal", "train", "audit", "datasets", "experiments"},
+    "galfast": BASE | {"_startup", "ops", "nn", "models", "gal", "train", "audit", "datasets"},
     "__main__": {"cli"},
 }
 

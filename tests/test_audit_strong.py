@@ -135,13 +135,13 @@ def test_strong_report_states_its_headline():
     (worst,) = data["worst_case"]
     cell = report.worst_case("a")
     assert worst["attacker"] == cell.attacker and worst["strength"] == "strong"
-    assert worst["metric"] == "macro_f1" and worst["baseline"] == cell.baseline["macro_f1"]
-    low, high = worst["ci"]
-    assert low <= worst["mean"] <= high
+    assert worst["metric"] == "macro_f1" and worst["chance"] == cell.baseline["macro_f1"]
+    assert worst["majority"] == cell.majority["macro_f1"]
+    assert worst["ci"] is None  # one seed: no interval
     assert data["config"]["strength"] == "strong" and data["config"]["search"]["trials"] == 3
     text = str(report)
     assert text.startswith(f"worst case for a: {cell.attacker} on the neighbor attack")
-    assert "majority baseline" in text and "audit strength: strong" in text
+    assert "vs chance" in text and "audit strength: strong" in text
 
 
 def test_continuous_and_multilabel_attributes_in_the_strong_audit():

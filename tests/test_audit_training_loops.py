@@ -106,6 +106,10 @@ def test_primary_metric_is_the_reports(kind, seed):
     y, pred = _predictions(kind, seed)
     scores = np.linspace(0, 1, len(y)) if kind == "binary" else None
     want = attack_metrics(kind, y, pred, scores)[PRIMARY_METRIC[kind]]
+    if want is None:  # one class in y: undefined in the report; the searches still rank on
+        # scikit-learn's macro-F1 there (tests/test_audit_metrics.py checks that value)
+        assert seed == 1 and 0 <= primary_metric(kind, y, pred) <= 1
+        return
     assert primary_metric(kind, y, pred) == want
 
 

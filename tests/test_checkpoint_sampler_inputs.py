@@ -7,6 +7,9 @@ never a bare error from deep inside, a crash or silently different training."""
 from __future__ import annotations
 
 import os
+import re
+import struct
+import zipfile
 
 import pytest
 import torch
@@ -83,6 +86,49 @@ def test_an_unreadable_file_is_a_value_error_naming_it(data, saved, tmp_path, da
         _resume(data, path)
     with pytest.raises(ValueError, match=f"{path} is not a"):
         _trainer(data).load_checkpoint(path)
+
+
+def test_a_flipped_bit_in_a_stored_tensor_is_refused(data, saved, tmp_path):
+    # torch.load checks no CRC: the damaged weight loaded silently.
+    raw = bytearray(saved[1].read_bytes())
+    with zipfile.ZipFile(saved[1]) as archive:
+        entry = next(i for i in archive.infolist() if "/data/" in i.filename)
+    header = entry.header_offset
+    name_size, extra_size = struct.unpack("<HH", raw[header + 26 : header + 30])
+    raw[header + 30 + name_size + extra_size] ^= 1  # the entry's first stored byte
+    path = tmp_path / "flipped.pt"
+    path.write_bytes(raw)
+    match = f"{path} is damaged: its entry {re.escape(entry.filename)} fails"
+    with pytest.raises(ValueError, match=match):
+        _trainer(data).load_checkpoint(path)
+    with pytest.raises(ValueError, match=match):
+        _resume(data, path)
+
+
+@pytest.mark.parametrize(
+    "saved_dtype, dtype", [(torch.float64, torch.float32), (torch.float32, torch.float64)]
+)
+def test_a_checkpoint_of_another_precision_is_refused(data, tmp_path, saved_dtype, dtype):
+    # Was loaded silently, weights and Adam moments rounded (or widened) into this trainer's
+    # dtype: the resumed run was not the saved one.
+    def trainer(dtype):
+        modules = [module.to(dtype) for module in _modules(data)]
+        return GALTrainer(*modules, task_loss=classification_loss, lam=0.5)
+
+    path = tmp_path / "ckpt.pt"
+    trainer(saved_dtype).save_checkpoint(path)
+    match = rf"encoder\.\w+\.weight is {saved_dtype}, this encoder's {dtype}"
+    with pytest.raises(ValueError, match=match):
+        trainer(dtype).load_checkpoint(path)
+    assert trainer(saved_dtype).load_checkpoint(path).epoch == 0
+
+
+@pytest.mark.cuda
+def test_a_cpu_checkpoint_loads_into_a_cuda_trainer(data, saved):
+    # The dtype check compares dtypes only: the move to the trainer's device is no mismatch.
+    trainer = _trainer(data, device="cuda").load_checkpoint(saved[1])
+    for before, after in zip(saved[0].encoder.parameters(), trainer.encoder.parameters()):
+        assert after.device.type == "cuda" and torch.equal(before, after.cpu())
 
 
 @pytest.mark.parametrize(

@@ -135,6 +135,15 @@ def test_unwritable_run_out_fails_before_training(capsys, no_training, tmp_path)
     assert "is a folder" in one_error_line(capsys, "run")
 
 
+def test_an_empty_sweep_out_is_refused_not_the_working_folder(capsys, no_training):
+    """--out "" (an unset shell variable) wrote runs/ and summary.json into the working
+    folder."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["sweep", *TINY, "--lam", "0", "--out", ""])
+    assert exit_info.value.code == 2
+    assert "--out" in one_error_line(capsys, "sweep")
+
+
 def test_unwritable_sweep_out_fails_before_training(capsys, no_training, tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -214,7 +223,16 @@ def audit_argv(folder, **replace):
 )
 @pytest.mark.parametrize(
     "content",
-    [b"", b"not a torch file", b"PK\x03\x04 truncated zip", b"\x80\x04\x95 truncated pickle"],
+    [
+        b"",
+        b"not a torch file",
+        b"PK\x03\x04 truncated zip",
+        b"\x80\x04\x95 truncated pickle",
+        # torch's pickle reader fails on these with KeyError, IndexError and struct.error.
+        b"hello",
+        b"h",
+        b"J",
+    ],
 )
 def test_a_corrupt_audit_input_is_named(audit_files, which, option, content, capsys):
     (audit_files / "bad.pt").write_bytes(content)
@@ -288,14 +306,38 @@ def test_audit_unwritable_json_fails_before_the_audit(audit_files, capsys, monke
         ["run", "--encoder", "mlp"],
         ["audit", "z.pt", "--labels", "l.pt", "--name", ""],
         ["sweep", "--out", "o", "--lam", "0,-0"],  # equal once -0 is read as 0
+        ["audit", "z.pt", "--labels", "l.pt", "--json", ""],  # wrote nothing, exit 0
+        ["audit", "z.pt", "--labels", "l.pt", "--attackers", "bogus"],
+        ["run", "--lam", "nan"],
+        ["run", "--pairing", "nhop:0"],
+        ["run", "--attacks", "nhop:2,nhop:2"],
+        ["run", "--device", "cuda:99"],
+        ["sweep", "--lam", "1"],  # --out missing
+        ["tsne", "--out"],  # no value
     ],
 )
 def test_bad_numbers_and_empty_lists_are_argument_errors(argv, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main(argv)
     assert exit_info.value.code == 2
+    # One line: argparse's usage block before it (15 lines for run) buried it.
+    one_error_line(capsys, argv[0])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["bogus"], "invalid choice: 'bogus'"),
+        (["run", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_a_missing_or_unknown_command_or_option_is_one_line(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
     err = capsys.readouterr().err
-    assert "Traceback" not in err and f"galfast {argv[0]}: error:" in err
+    assert err.startswith("galfast: error: ") and err.count("\n") == 1 and message in err
 
 
 def test_a_file_torch_cannot_load_is_named_in_one_clean_line(audit_files, capsys):

@@ -1,7 +1,9 @@
 """The ``galfast`` entry point ends the process without the interpreter's teardown once a
 command has returned, and only then: the output and the exit status must arrive whole, and a
-thread or child process still running must still be waited for."""
+thread or child process still running must still be waited for. Ctrl-C before the command
+runs, while torch still imports, is the command's one line too."""
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -103,3 +105,43 @@ def test_teardown_is_needed_while_a_non_daemon_thread_runs():
     finally:
         release.set()
         daemon.join()
+
+
+# Loaded at start-up (sitecustomize, from PYTHONPATH): Ctrl-C arrives as torch starts importing,
+# before galfast.cli exists.
+_INTERRUPT_AT_TORCH = """
+import os, signal, sys
+
+class InterruptAtTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch":
+            sys.meta_path.remove(self)
+            os.kill(os.getpid(), signal.SIGINT)
+        return None
+
+sys.meta_path.insert(0, InterruptAtTorch())
+"""
+
+
+def _interrupted_at_import(tmp_path, command: list[str]) -> subprocess.CompletedProcess:
+    (tmp_path / "sitecustomize.py").write_text(_INTERRUPT_AT_TORCH)
+    env = same_galfast_env()
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env["PYTHONPATH"]])
+    return subprocess.run(
+        command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120
+    )
+
+
+@pytest.mark.parametrize("script", [False, True], ids=["python -m galfast", "galfast script"])
+def test_an_interrupt_while_torch_imports_is_one_line(tmp_path, script):
+    # Was a KeyboardInterrupt traceback from inside torch's import.
+    entry = tmp_path / "galfast"  # what pip writes for pyproject's console script
+    entry.write_text("import sys\nfrom galfast.cli import run_and_exit\nsys.exit(run_and_exit())\n")
+    start = [sys.executable, str(entry)] if script else [sys.executable, "-m", "galfast"]
+    done = _interrupted_at_import(tmp_path, [*start, "audit", "z.pt", "--labels", "a.pt"])
+    assert (done.returncode, done.stderr) == (130, "galfast audit: interrupted\n")
+
+
+def test_a_program_importing_galfast_keeps_its_keyboard_interrupt(tmp_path):
+    done = _interrupted_at_import(tmp_path, [sys.executable, "-c", "import galfast"])
+    assert done.returncode != 0 and "KeyboardInterrupt" in done.stderr

@@ -98,7 +98,7 @@ def test_tradeoff_bands_stay_in_range_and_say_their_seed_count(tmp_path, monkeyp
         assert max(high) == 1.0 and min(low) == 0.0  # 1.005 and -0.2 clipped
         assert any("95% CI, 2 audit seeds" in (label or "") for label in ax.labels)
     assert (0.5, "chance (auc 0.5)") in bottom.hlines
-    assert any(label == "majority class" for _, label in top.hlines)
+    assert any(label == "chance" for _, label in top.hlines)
 
 
 def test_tsne_legend_names_every_class():

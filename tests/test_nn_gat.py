@@ -112,3 +112,27 @@ def test_loop_edge_features_of_nodes_without_edges_match_pyg(fill_value, flow):
     torch.manual_seed(0)
     pyg, ours = pyg_nn.GATConv(3, 2, **kwargs), GATConv(3, 2, **kwargs)
     compare_layers(pyg, ours, inputs, lambda c, t: c(t["x"], edge_index, t["edge_attr"]))
+
+
+@pytest.mark.parametrize("edge_dim", [None, 3])
+def test_cpu_autocast_runs_in_the_logits_dtype_as_pyg(edge_dim):
+    """Under autocast the projection is bfloat16 and the attention logits float32: the
+    aggregation takes the logits' dtype, as PyG's messages promote (it refused the mix with
+    "alpha_src has dtype torch.float32 but h has torch.bfloat16")."""
+    pyg_nn = pytest.importorskip("torch_geometric.nn")
+    edge_index, n = GRAPHS["random"]
+    ours, pyg = (
+        GATConv(8, 4, heads=2, edge_dim=edge_dim),
+        pyg_nn.GATConv(8, 4, 2, edge_dim=edge_dim),
+    )
+    ours.load_state_dict(pyg.state_dict())
+    args = (_x(n), edge_index)
+    if edge_dim is not None:
+        args += (
+            torch.randn(edge_index.size(1), edge_dim, generator=torch.Generator().manual_seed(4)),
+        )
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out, expected = ours(*args), pyg(*args)
+    assert out.dtype == expected.dtype == torch.float32
+    # bfloat16 keeps 8 bits: the two round the projections' products differently
+    torch.testing.assert_close(out, expected, atol=2e-2, rtol=2e-2)

@@ -185,3 +185,18 @@ def test_sparse_adjacency_matches_pyg(layout, aggr):
     x = torch.randn(n, 4, dtype=torch.float64)
     torch.testing.assert_close(ours(x, adj_t, edge_attr), theirs(x, adj_t, edge_attr))
     torch.testing.assert_close(ours(x, adj_t, edge_attr), ours(x, stored, edge_attr))
+
+
+@pytest.mark.parametrize("aggr", ["add", "mean", "max"])
+def test_no_edges_give_the_edge_network_zero_gradients_as_pyg(aggr):
+    """With no edges PyG still runs the edge network (on none), so its parameters and
+    edge_attr get zero gradients; galfast's max path left them None, which an optimizer's
+    weight decay or momentum then skips."""
+    edge_net = torch.nn.Sequential(torch.nn.Linear(3, 5), torch.nn.ReLU(), torch.nn.Linear(5, 8))
+    conv = NNConv(4, 2, edge_net, aggr=aggr)
+    x = torch.randn(3, 4)
+    edge_attr = torch.zeros(0, 3, requires_grad=True)
+    conv(x, torch.zeros(2, 0, dtype=torch.long), edge_attr).sum().backward()
+    for name, parameter in conv.nn.named_parameters():
+        assert parameter.grad is not None and not parameter.grad.any(), name
+    assert edge_attr.grad is not None and edge_attr.grad.shape == (0, 3)

@@ -57,6 +57,15 @@ def test_gin_repr_is_pygs():
     assert repr(gnn.GINConv(mlp)) == repr(pyg_nn.GINConv(mlp))
 
 
+@pytest.mark.parametrize("aggr", ["add", "mean", "max"])
+def test_nnconv_and_set2set_reprs_are_pygs(aggr):
+    edge_net = torch.nn.Sequential(torch.nn.Linear(3, 32), torch.nn.ReLU())
+    assert repr(gnn.NNConv(8, 4, edge_net, aggr=aggr)) == repr(
+        pyg_nn.NNConv(8, 4, edge_net, aggr=aggr)
+    )
+    assert repr(gnn.Set2Set(8, 3)) == repr(pyg_nn.aggr.Set2Set(8, 3)) == "Set2Set(8, 16)"
+
+
 @pytest.mark.parametrize("name", list(LAYERS))
 def test_keyword_edge_index(name):
     args, kwargs = LAYERS[name]
@@ -177,6 +186,22 @@ def test_gcn_cached_reuses_the_first_graph_as_pyg():
     assert ours._cached_edge_index is None
 
 
+@pytest.mark.filterwarnings("ignore:Sparse CSR tensor support is in beta")
+def test_gcn_cached_keeps_one_cache_for_edge_index_and_torch_sparse_as_pyg():
+    """PyG caches every Tensor input (a torch.sparse adj_t is one) in _cached_edge_index, so a
+    sparse adj_t after an edge_index reuses the first graph; galfast normalised the new one
+    (1.7 off PyG on a 6-node graph)."""
+    pyg, ours = _pair("GCNConv", 8, 6, cached=True)
+    ours.load_state_dict(pyg.state_dict())
+    first = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 4]])
+    torch.testing.assert_close(ours(_x(6), first), pyg(_x(6), first), atol=1e-5, rtol=1e-4)
+    other = torch.tensor([[0, 0, 0, 1, 2], [5, 4, 3, 0, 0]])  # [dst, src]
+    adj_t = torch.sparse_coo_tensor(other, torch.ones(5), (6, 6), check_invariants=True)
+    adj_t = adj_t.to_sparse_csr()
+    torch.testing.assert_close(ours(_x(6), adj_t), pyg(_x(6), adj_t), atol=1e-5, rtol=1e-4)
+    assert ours._cached_edge_index is not None and ours._cached_adj_t is None
+
+
 def test_message_passing_options():
     assert gnn.GCNConv(8, 6, aggr="add", node_dim=-2, decomposed_layers=1).flow == (
         "source_to_target"
@@ -207,6 +232,42 @@ def test_pyg_internals_are_refused_clearly(action, what):
         action(conv)
     conv.decomposed_layers = 1  # the one value that means "no decomposition" is fine
     conv.explain = False
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: gnn.NNConv(4, 3, torch.nn.Linear(2, 12)),
+        lambda: gnn.Set2Set(4, 2),
+        lambda: gnn.CompGCNConv(4, 3, num_relations=2),
+        lambda: torch.nn.Sequential(gnn.GATConv(4, 3)),  # inside a model too
+    ],
+    ids=["nnconv", "set2set", "compgcn", "nested"],
+)
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+def test_every_layer_refuses_torch_jit_script_by_name(make):
+    """NNConv and Set2Set failed inside TorchScript (a TypeError about a None, a RuntimeError
+    about a tuple)."""
+    with pytest.raises(NotImplementedError, match="cannot be compiled by torch.jit.script"):
+        torch.jit.script(make())
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.script` is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_scripts_as_torch_batch_norm_on_the_same_tensors(training):
+    """PyG's BatchNorm scripts; galfast's compiles as torch's BatchNorm1d on its own parameters
+    and running buffers (it failed inside TorchScript)."""
+    ours = gnn.BatchNorm(4)
+    with torch.no_grad():
+        ours.module.weight.uniform_(0.5, 1.5)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), ours).train(training)
+    scripted = torch.jit.script(model)
+    x = torch.randn(6, 3, generator=torch.Generator().manual_seed(0))
+    expected = model(x)
+    running = ours.module.running_mean.clone()
+    torch.testing.assert_close(scripted(x), expected)
+    moved = not torch.equal(ours.module.running_mean, running)
+    assert moved == training  # the scripted layer updates this layer's own buffers
 
 
 def test_static_feature_batches():

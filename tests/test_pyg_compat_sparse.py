@@ -83,6 +83,28 @@ def test_sparse_adj_t_matches_pyg(layout, layer, name, weighted):
     compare_layers(pyg, ours, {"x": _x(n), "adj": adj_t}, call)
 
 
+@pytest.mark.parametrize("layer", ["gcn", "sage", "sage_max", "gin", "gat"])
+def test_uncoalesced_coo_adj_t_sums_its_duplicates_as_pyg(layer):
+    """An entry stored twice in a COO adj_t is one entry of twice the value, as torch.sparse
+    and PyG read it; galfast read the copies as parallel edges, which changed a mean, a max
+    and GAT's softmax (1.3, 1.5 and 0.5 off PyG on a 5-node graph)."""
+    edge_index, n = GRAPHS["random"]
+    # Without self loops, which PyG's GCN treats differently per form (the GCN docstring).
+    edge_index = edge_index[:, edge_index[0] != edge_index[1]]
+    edge_index = torch.cat([edge_index, edge_index[:, ::3]], dim=1)  # every third one twice
+    values = torch.ones(edge_index.size(1))
+
+    def adj_t():  # one each: PyG's GATConv marks its input coalesced without coalescing it
+        adj = torch.sparse_coo_tensor(edge_index.flip(0), values, (n, n), check_invariants=True)
+        assert not adj.is_coalesced() and adj._nnz() > adj.coalesce()._nnz()
+        return adj
+
+    layers = {**_layers(), "sage_max": lambda lib: lib.SAGEConv(8, 6, aggr="max")}
+    pyg, ours = (layers[layer](lib) for lib in (pyg_nn, gnn))
+    call = lambda conv, t: conv(t["x"], t["adj"])  # noqa: E731
+    compare_layers(pyg, ours, {"x": _x(n), "adj": adj_t()}, call, {"x": _x(n), "adj": adj_t()})
+
+
 @pytest.mark.parametrize("layer", ["gcn", "sage", "gin", "gat"])
 def test_csc_adj_t_equals_csr(layer):
     # PyG cannot normalise a CSC matrix for GCN; galfast reads it as the same graph.

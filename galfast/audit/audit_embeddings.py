@@ -18,15 +18,17 @@ from galfast._dtypes import all_finite, holds_integers
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict, training_epochs
 from galfast.audit.bounds import TradeoffBound, check_lipschitz, integer_labels, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
+from galfast.audit.chance import chance_levels
 from galfast.audit.checks import check_standardisable
 from galfast.audit.checks import count as _count
 from galfast.audit.classic import CLASSIC_FAMILIES
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
 from galfast.audit.job_costs import head_cost
 from galfast.audit.jobs import Jobs
-from galfast.audit.metrics import attack_metrics, baseline_metrics
+from galfast.audit.metrics import attack_metrics
 from galfast.audit.report import AttackResult, AuditReport
 from galfast.audit.search import SearchConfig
+from galfast.audit.split import warn_missing_classes
 from galfast.audit.strong_attacks import (
     STRONG_FAMILIES,
     StrongSplit,
@@ -159,7 +161,20 @@ def audit(
     on the held-out **test** nodes. Metrics are summarised as mean and 95% Student-t interval
     over seeds; the strongest family per attack is the headline
     (:meth:`AuditReport.headline`), and the strongest cell over all attacks and families the
-    worst case (:meth:`AuditReport.worst_case`, printed first).
+    worst case (:meth:`AuditReport.worst_case`, printed first), each set against the chance
+    level of its metric (the best predictor that ignores the embeddings,
+    :mod:`galfast.audit.chance`).
+
+    What the numbers do not cover:
+
+    - the interval spans the attackers' randomness (initialisation, batch order, walks) on
+      one fixed test split, not the sampling error of the test nodes;
+    - a neighbour or n-hop attacker trains on (partner's embedding, node's label) pairs, and a
+      test node's partner is often a training node: on a homophilous graph it beats chance
+      even on pure-noise embeddings, by remembering partners with the labels around them
+      (label propagation from its own training labels);
+    - the split is not stratified: a warning names any class the test nodes lack, and
+      class averages that one test class leaves undefined are reported missing.
 
     ``strength="strong"`` adds the families a real attacker would use (see
     :data:`~galfast.audit.strong_attacks.STRONG_FAMILIES`), each tuned on a validation split
@@ -363,6 +378,8 @@ def audit(
                     raise ValueError(
                         f"{attr.name}: the attribute is known on no training or no test node"
                     )
+                if attr.kind in ("binary", "categorical"):
+                    warn_missing_classes(attr.name, known.targets, test_targets)
                 if strong and train_nodes.numel() < 2:
                     # the validation split needs a row, and leaves one to fit on
                     raise ValueError(
@@ -448,7 +465,7 @@ def _submit_attack(
     returns the call that waits for them and assembles the cells."""
     train_nodes, train_targets, test_nodes, test_targets = split
     runs = []
-    baselines, n_train, n_test, failures = [], [], [], []
+    chances, majorities, n_train, n_test, failures = [], [], [], [], []
     for s in range(seeds):
         base, ai, pi = key
         x_tr, y_tr, f_tr = _paired_features(
@@ -480,7 +497,9 @@ def _submit_attack(
         y_tr_np, y_te_np = _numpy(y_tr), _numpy(y_te)
         if attr.kind == "multilabel":
             y_tr_np, y_te_np = y_tr_np.astype(np.int64), y_te_np.astype(np.int64)
-        baselines.append(baseline_metrics(attr.kind, y_tr_np, y_te_np))
+        chance, majority = chance_levels(attr.kind, y_tr_np, y_te_np)
+        chances.append(chance)
+        majorities.append(majority)
         epochs = training_epochs(config, x_tr.size(0))
         for fi, family in enumerate(families):
             hidden = config.hidden if family == "mlp" else ()
@@ -499,7 +518,7 @@ def _submit_attack(
                 ),
             )
             runs.append((family, y_te_np, fitted))
-    baseline = mean_metrics(baselines)
+    levels = (mean_metrics(chances), mean_metrics(majorities))
     reads = "z_v" if pairing.hops == 0 else f"z_w, w = a {pairing.name} partner of v"
     settings = {
         "reads": reads,
@@ -521,7 +540,7 @@ def _submit_attack(
                 pairing.name,
                 family,
                 metrics[family],
-                baseline,
+                levels,
                 np.mean(n_train),
                 np.mean(n_test),
                 np.mean(failures),

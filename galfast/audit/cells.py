@@ -27,12 +27,13 @@ def cell_result(
     attack: str,
     family: str,
     per_seed: list[dict[str, Optional[float]]],
-    baseline: dict[str, float],
+    levels: tuple[dict[str, float], dict[str, float]],
     n_train: float,
     n_test: float,
     failures: float,
     config: dict[str, Any],
 ) -> AttackResult:
+    """The cell's AttackResult; ``levels`` = (chance, majority) per metric."""
     summary = {}
     for name in per_seed[0]:
         values = [m[name] for m in per_seed if m[name] is not None]
@@ -44,9 +45,10 @@ def cell_result(
         attack,
         family,
         summary,
-        baseline,
+        levels[0],
         float(n_train),
         float(n_test),
         float(failures),
         config,
+        levels[1],
     )

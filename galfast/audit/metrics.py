@@ -1,11 +1,12 @@
-"""Attack metrics per attribute kind, and the trivial baselines' scores.
+"""Attack metrics per attribute kind (their chance levels are in ``chance.py``).
 
 Counted with numpy: scikit-learn's metric functions validate and convert their inputs on every
 call (about 10 ms each, a second of an audit's CPU), and importing scikit-learn takes about a
 second more, which an audit without its classic attackers now never pays. The values are
 scikit-learn's (``f1_score``, ``accuracy_score``, ``balanced_accuracy_score``,
 ``mean_absolute_error``, ``mean_squared_error``: the same ratios of the same counts, averaged
-in the same order, so the same floats); the ROC-AUC is the rank statistic, the exact area
+in the same order, so the same floats, but for the class averages left undefined on one class,
+see :func:`attack_metrics`); the ROC-AUC is the rank statistic, the exact area
 rounded once, which can differ from scikit-learn's trapezoid sum in the last bits
 (``tests/test_audit_metrics.py`` checks every metric against scikit-learn)."""
 
@@ -18,7 +19,6 @@ import numpy as np
 __all__ = [
     "PRIMARY_METRIC",
     "attack_metrics",
-    "baseline_metrics",
     "higher_is_stronger",
     "primary_metric",
 ]
@@ -140,7 +140,9 @@ def attack_metrics(
 
     F1 scores are 0 for a class that is neither true nor predicted correctly (scikit-learn's
     ``zero_division=0``); ``balanced_accuracy`` is the mean recall over the classes present in
-    ``y``.
+    ``y``. Where ``y`` holds one class, ``macro_f1`` and ``balanced_accuracy`` are None with
+    ``auc`` and ``advantage``: nothing is there to tell apart, and scikit-learn's values (that
+    class's F1 and recall) read as a perfect score for an attacker that never strays from it.
     """
     y, pred = np.asarray(y), np.asarray(pred)
     _same_length(y, pred, scores)
@@ -167,9 +169,11 @@ def attack_metrics(
         "accuracy": float(np.mean(y == pred)),
         "balanced_accuracy": float(np.mean(recall[present])),
     }
+    if np.count_nonzero(present) < 2:
+        out["macro_f1"] = out["balanced_accuracy"] = None
     if kind == "binary":
         out["auc"] = out["advantage"] = None
-        if np.unique(y).size == 2:
+        if np.count_nonzero(present) == 2:
             out["auc"] = None if scores is None else _roc_auc(y, scores)
             tpr = recall[counts.classes == 1]
             fpr = 1.0 - recall[counts.classes == 0]
@@ -179,7 +183,8 @@ def attack_metrics(
 
 def primary_metric(kind: str, y: np.ndarray, pred: np.ndarray) -> float:
     """``attack_metrics(kind, y, pred)[PRIMARY_METRIC[kind]]`` alone: the searches rank every
-    trial on it."""
+    trial on it. Where ``y`` holds one class it is scikit-learn's value, not None: a search
+    still ranks its trials on such a validation fold."""
     y, pred = np.asarray(y), np.asarray(pred)
     _same_length(y, pred)
     if kind == "continuous":
@@ -187,22 +192,3 @@ def primary_metric(kind: str, y: np.ndarray, pred: np.ndarray) -> float:
     if kind == "multilabel":
         return _multilabel_f1(y, pred)[1]
     return _macro_f1(y, pred)
-
-
-def baseline_metrics(
-    kind: str, y_train: np.ndarray, y_test: np.ndarray
-) -> dict[str, Optional[float]]:
-    """The same metrics for the attacker that ignores the embedding: it predicts the
-    training split's majority class (per label for multilabel; the mean for continuous)."""
-    n = y_test.shape[0]
-    if kind == "continuous":
-        pred = np.broadcast_to(y_train.mean(axis=0), y_test.shape)
-        return attack_metrics(kind, y_test, pred)
-    if kind == "multilabel":
-        pred = np.broadcast_to((y_train.mean(axis=0) > 0.5).astype(y_test.dtype), y_test.shape)
-        return attack_metrics(kind, y_test, pred)
-    values, counts = np.unique(y_train, return_counts=True)
-    majority = values[np.argmax(counts)]
-    pred = np.full(n, majority, dtype=y_test.dtype)
-    scores = np.full(n, float(majority == 1))
-    return attack_metrics(kind, y_test, pred, scores)

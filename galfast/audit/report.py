@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -19,6 +20,20 @@ PAPER_NOTE = (
     "balanced_accuracy with the paper's AUC column, macro_f1 with its F1 columns."
 )
 
+# What the numbers mean, printed under every report.
+LEGEND = (
+    "chance = the best score of a predictor that ignores the embeddings (the majority class, "
+    "or random guesses at the training class frequencies; for continuous attributes the "
+    "training mean or median). The 95% CI spans the attackers' seeds (initialisation, batch "
+    "order, walks) on one fixed test split: it leaves out the test set's sampling error."
+)
+# Why a neighbourhood attack can beat chance on embeddings that hold nothing.
+PARTNER_NOTE = (
+    "neighbor / nhop attacks train on (partner's embedding, node's label) of training nodes, "
+    "and a test node's partner is often a training node: on a homophilous graph they beat "
+    "chance even on pure-noise embeddings, by remembering partners and the labels around them."
+)
+
 
 @dataclass
 class AttackResult:
@@ -29,11 +44,17 @@ class AttackResult:
         attack: the pairing (``"node"``, ``"neighbor"``, ``"nhop:n"``).
         attacker: the family (``"mlp"``, ``"linear"``).
         metrics: metric name -> :class:`MetricSummary` over seeds.
-        baseline: the same metrics for the majority-class (mean) predictor, averaged over seeds.
+        baseline: the chance level of each metric (:func:`~galfast.audit.chance.chance_levels`:
+            the best predictor that ignores the embeddings), averaged over seeds.
         n_train, n_test: nodes with a successful pairing, averaged over seeds.
         pair_failures: walks that failed (nodes dropped), averaged over seeds.
         config: how the attacker was built and chosen: what it reads, its capacity and
             training, and for tuned families the validation score that chose it.
+        majority: the same metrics for the constant predictor alone (the training majority
+            class; the training mean for a continuous attribute), averaged over seeds.
+
+    A metric undefined on every seed's test split (macro-F1 where it holds one class) is
+    missing from ``metrics`` and ``baseline``.
     """
 
     attribute: str
@@ -46,6 +67,7 @@ class AttackResult:
     n_test: float
     pair_failures: float
     config: dict[str, Any] = field(default_factory=dict)
+    majority: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         # built by hand with another kind, it failed later as a KeyError in strength()
@@ -57,7 +79,10 @@ class AttackResult:
         return PRIMARY_METRIC[self.kind]
 
     def strength(self) -> float:
-        """The primary metric's mean, signed so that larger = stronger attacker."""
+        """The primary metric's mean, signed so that larger = stronger attacker; -inf where
+        it is undefined (nothing was measured)."""
+        if self.primary not in self.metrics:
+            return -math.inf
         value = self.metrics[self.primary].mean
         return value if higher_is_stronger(self.primary) else -value
 
@@ -113,14 +138,12 @@ class AuditReport:
 
     def describe_worst_case(self, cell: AttackResult) -> str:
         """One line: the strongest attacker, its configuration, its primary metric with the
-        95% interval over seeds, and the majority baseline."""
+        95% interval over seeds, the chance level and the constant predictor's score."""
         if not isinstance(cell, AttackResult):  # an attribute's name failed on .metrics
             raise TypeError(
                 f"cell must be an AttackResult (e.g. report.worst_case(attribute)), got "
                 f"{type(cell).__name__}"
             )
-        summary = cell.metrics[cell.primary]
-        low, high = summary.ci
         config = ", ".join(
             f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
             for k, v in cell.config.items()
@@ -130,9 +153,7 @@ class AuditReport:
         return (
             f"worst case for {cell.attribute}: {cell.attacker} on the {cell.attack} attack"
             + (f" reading {reads}" if reads else "")
-            + f": {cell.primary} {summary.mean:.3f} (95% CI {low:.3f}..{high:.3f} over "
-            f"{len(summary.values)} seed(s)) vs majority baseline "
-            f"{cell.baseline[cell.primary]:.3f}"
+            + f": {_score(cell)}"
             + (f" [{config}]" if config else "")
             + f"; audit strength: {self.config.get('strength', 'fast')}"
         )
@@ -154,9 +175,10 @@ class AuditReport:
                     "attack": r.attack,
                     "attacker": r.attacker,
                     "metric": r.primary,
-                    "mean": r.metrics[r.primary].mean,
-                    "ci": list(r.metrics[r.primary].ci),
-                    "baseline": r.baseline[r.primary],
+                    "mean": _mean(r),
+                    "ci": _interval(r),
+                    "chance": r.baseline.get(r.primary),
+                    "majority": r.majority.get(r.primary),
                     "config": dict(r.config),
                     "strength": self.config.get("strength", "fast"),
                 }
@@ -177,7 +199,7 @@ class AuditReport:
         for attribute in dict.fromkeys(r.attribute for r in self.results):
             cells = [r for r in self.results if r.attribute == attribute]
             names = list(dict.fromkeys(m for r in cells for m in r.metrics))
-            header = ["attack", "attacker", *names, f"baseline {cells[0].primary}", "n_test"]
+            header = ["attack", "attacker", *names, f"chance {cells[0].primary}", "n_test"]
             rows = [header]
             for r in cells:
                 mark = "*" if id(r) in headline else ""
@@ -186,13 +208,14 @@ class AuditReport:
                         r.attack,
                         r.attacker + mark,
                         *(str(r.metrics[m]) if m in r.metrics else "-" for m in names),
-                        f"{r.baseline[r.primary]:.3f}",
+                        _number(r.baseline.get(r.primary)),
                         f"{r.n_test:.0f}",
                     ]
                 )
             widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+            spread = "mean ± 95% CI" if self.seeds > 1 else "mean (no interval)"
             lines = [
-                f"{attribute} ({cells[0].kind}), mean ± 95% CI over {self.seeds} seed(s); "
+                f"{attribute} ({cells[0].kind}), {spread} over {self.seeds} seed(s); "
                 "* = strongest family (headline)"
             ]
             for i, row in enumerate(rows):
@@ -209,6 +232,39 @@ class AuditReport:
             if t.error_bound is not None:
                 line += f"; >= {t.error_bound:.3f} at the measured advantage (estimate)"
             blocks.append(line)
+        blocks.append(LEGEND)
+        if any(r.attack != "node" for r in self.results):
+            blocks.append(PARTNER_NOTE)
         if any(r.kind == "binary" for r in self.results):
             blocks.append(PAPER_NOTE)
         return "\n\n".join(blocks)
+
+
+def _number(value: Optional[float]) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _mean(cell: AttackResult) -> Optional[float]:
+    summary = cell.metrics.get(cell.primary)
+    return None if summary is None else summary.mean
+
+
+def _interval(cell: AttackResult) -> Optional[list[float]]:
+    """The primary metric's 95% interval; None for one seed or an undefined metric."""
+    summary = cell.metrics.get(cell.primary)
+    return None if summary is None or summary.ci is None else list(summary.ci)
+
+
+def _score(cell: AttackResult) -> str:
+    """The primary metric with its interval, against chance and the constant predictor."""
+    summary = cell.metrics.get(cell.primary)
+    if summary is None:
+        return f"{cell.primary} undefined (the test split holds one class of {cell.attribute})"
+    interval = _interval(cell)
+    spread = "n/a" if interval is None else f"{interval[0]:.3f}..{interval[1]:.3f}"
+    constant = "mean" if cell.kind == "continuous" else "majority"
+    return (
+        f"{cell.primary} {summary.mean:.3f} (95% CI {spread} over {len(summary.values)} "
+        f"seed(s)) vs chance {_number(cell.baseline.get(cell.primary))} ({constant} "
+        f"{_number(cell.majority.get(cell.primary))})"
+    )

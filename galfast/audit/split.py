@@ -1,7 +1,9 @@
-"""The audit's split of the nodes with a known attribute into attacker-training and test nodes."""
+"""The audit's split of the nodes with a known attribute into attacker-training and test nodes,
+and the warning for a class it leaves out of the test nodes."""
 
 from __future__ import annotations
 
+import warnings
 from numbers import Real
 
 import torch
@@ -10,7 +12,7 @@ from torch import Tensor
 from galfast._dtypes import holds_integers
 from galfast.gal.seeding import check_seed
 
-__all__ = ["AUDIT_TEST_FRACTION", "audit_split"]
+__all__ = ["AUDIT_TEST_FRACTION", "audit_split", "warn_missing_classes"]
 
 # The share of the labelled nodes the attackers are scored on (the rest trains them).
 AUDIT_TEST_FRACTION = 0.2
@@ -45,3 +47,29 @@ def audit_split(
     perm = nodes[torch.randperm(nodes.numel(), generator=gen)]
     num_test = max(1, int(test_fraction * nodes.numel()))
     return perm[num_test:], perm[:num_test]
+
+
+def warn_missing_classes(name: str, known: Tensor, test: Tensor) -> None:
+    """Warns when the classes ``test`` holds (the test nodes' values) miss some of ``known``
+    (the attribute's known values): the attackers are never scored on those. The split is
+    not stratified, so a rare class can land in training alone; re-splitting here would change
+    every audit's numbers, so the report says what is undefined and this says why."""
+    missing = sorted(set(known.unique().tolist()) - set(test.unique().tolist()))
+    if not missing:
+        return
+    left = test.unique().numel()
+    effect = (
+        "with one class left, macro_f1 and balanced_accuracy (and a binary attribute's auc "
+        "and advantage) are undefined"
+        if left < 2
+        else f"the class averages run over the {left} classes the test nodes hold"
+    )
+    # An attribute of many classes (word senses) can miss hundreds: ten name the problem.
+    listed = ", ".join(map(str, missing[:10]))
+    if len(missing) > 10:
+        listed += f", ... ({len(missing)} in all)"
+    warnings.warn(
+        f"{name}: no test node of the audit holds class(es) [{listed}] (all such nodes are "
+        f"attacker-training nodes or outside the split): {effect}",
+        stacklevel=3,
+    )

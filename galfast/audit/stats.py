@@ -14,17 +14,21 @@ __all__ = ["MetricSummary", "summarize"]
 @dataclass
 class MetricSummary:
     """A metric over seeds: ``mean``, the 95% confidence half-width (Student t with n - 1
-    degrees of freedom; None for a single seed) and the per-seed ``values``."""
+    degrees of freedom; None for a single seed) and the per-seed ``values``.
+
+    In an audit the seeds vary the attackers (initialisation, batch order, walks) on one fixed
+    test split: the interval leaves out the sampling error of the test nodes themselves."""
 
     mean: float
     half_width: Optional[float]
     values: list[float] = field(default_factory=list)
 
     @property
-    def ci(self) -> tuple[float, float]:
-        """The 95% interval ``(low, high)`` (both the mean for a single seed)."""
-        hw = self.half_width or 0.0
-        return self.mean - hw, self.mean + hw
+    def ci(self) -> Optional[tuple[float, float]]:
+        """The 95% interval ``(low, high)``; None for a single seed (there is no spread)."""
+        if self.half_width is None:
+            return None
+        return self.mean - self.half_width, self.mean + self.half_width
 
     def __str__(self) -> str:
         if self.half_width is None:

@@ -13,6 +13,7 @@ import numpy as np
 from torch import Tensor
 
 from galfast.audit.cells import cell_result
+from galfast.audit.chance import chance_levels
 from galfast.audit.classic import CLASSIC_FAMILIES, fit_classic, supports
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
 from galfast.audit.graph_views import GRAPH_FAMILIES, describe_view, graph_view
@@ -21,7 +22,6 @@ from galfast.audit.jobs import Jobs
 from galfast.audit.metrics import (
     PRIMARY_METRIC,
     attack_metrics,
-    baseline_metrics,
     higher_is_stronger,
     primary_metric,
 )
@@ -102,8 +102,10 @@ def submit_strong_attack(
     base, ai, pi = key
     kind = attr.kind
     y_train, y_test = _numpy(split.train_targets, kind), _numpy(split.test_targets, kind)
-    baseline = baseline_metrics(kind, y_train, y_test)
-    baseline = {k: v for k, v in baseline.items() if v is not None}
+    levels = tuple(
+        {k: v for k, v in level.items() if v is not None}
+        for level in chance_levels(kind, y_train, y_test)
+    )
     pending = []
     for family in families:
         if not applies(family, hops) or not supports(family, kind, attr.num_outputs):
@@ -131,7 +133,7 @@ def submit_strong_attack(
                     attack,
                     family,
                     per_seed,
-                    baseline,
+                    levels,
                     split.train_nodes.numel(),
                     split.test_nodes.numel(),
                     0.0,

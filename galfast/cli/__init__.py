@@ -16,15 +16,16 @@ import threading
 from collections.abc import Sequence
 from typing import NoReturn, Optional
 
+from galfast import _startup
 from galfast.cli import audit_cmd, demo, run, sweep, tsne
-from galfast.cli.errors import error_line
+from galfast.cli.errors import OneLineErrorParser, error_line
 from galfast.cli.options import HelpFormatter
 
 __all__ = ["build_parser", "main", "run_and_exit"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrorParser(
         prog="galfast",
         description="GAL (Information Obfuscation of Graph Neural Networks): train encoders "
         "that hide a sensitive attribute, and audit what embeddings leak.",
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs one command line (``sys.argv[1:]`` by default) and returns its exit status."""
     args = build_parser().parse_args(argv)
+    _startup.release()  # an interrupt from here unwinds the command: its clean-up runs
     try:
         return args.handler(args)
     except Exception as error:

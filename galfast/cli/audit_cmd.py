@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import pickle
 import warnings
-import zipfile
 
 import torch
 
@@ -15,7 +13,7 @@ from galfast.audit.attackers import FAMILIES
 from galfast.audit.checks import check_standardisable
 from galfast.cli.errors import UsageError
 from galfast.cli.files import check_writable, write_json
-from galfast.cli.options import comma_list, pairing_list, positive_int, seed_value
+from galfast.cli.options import comma_list, pairing_list, path_name, positive_int, seed_value
 from galfast.gal import SensitiveAttribute, parse_pairing
 from galfast.graph import Graph
 
@@ -66,7 +64,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument(
         "--seed", type=seed_value, default=0, help="seed of the split and the attackers"
     )
-    parser.add_argument("--json", default=None, help="also write the report as JSON here")
+    parser.add_argument(
+        "--json", type=path_name, default=None, help="also write the report as JSON here"
+    )
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.set_defaults(handler=main)
     return parser
@@ -76,11 +76,6 @@ def attribute_name(text: str) -> str:
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a name for the report, got an empty one")
     return text
-
-
-# What torch.load raises for a file that is not a tensor it can read: a truncated or foreign
-# file, a pickle of something else, a zip that is not torch's.
-_UNREADABLE = (EOFError, RuntimeError, ValueError, pickle.UnpicklingError, zipfile.BadZipFile)
 
 
 def _load_tensor(path: str, what: str) -> torch.Tensor:
@@ -93,7 +88,9 @@ def _load_tensor(path: str, what: str) -> torch.Tensor:
         raise UsageError(f"{what}: no such file {path!r}") from None
     except OSError as error:  # a folder, no permission
         raise UsageError(f"{what}: cannot read {path!r}: {error.strerror or error}") from None
-    except _UNREADABLE:
+    except Exception:
+        # Bytes that are not torch's format fail anywhere in its zip and pickle readers, with
+        # any error (a text file: KeyError; a cut one: EOFError, IndexError, struct.error).
         # torch's own message runs to paragraphs and suggests loading with weights_only=False,
         # which would run the file's code: the file is what the user has to change.
         raise UsageError(
@@ -194,7 +191,7 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(
             "--labels must give at least two known values (>= 0) of at least two classes"
         )
-    if args.json:
+    if args.json is not None:
         check_writable(args.json, "--json")
     classes = int(values.max()) + 1
     kind = "binary" if classes <= 2 else "categorical"
@@ -229,7 +226,7 @@ def main(args: argparse.Namespace) -> int:
         progress=not args.quiet,
     )
     print(report)
-    if args.json:
+    if args.json is not None:
         write_json(args.json, report.to_dict())
         print(f"wrote {args.json}")
     return 0

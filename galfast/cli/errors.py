@@ -9,16 +9,27 @@ exception anywhere else is a bug and keeps its traceback.
 
 from __future__ import annotations
 
-from typing import Optional
+import argparse
+from typing import NoReturn, Optional
 
 from galfast.audit import WalksFailed
 from galfast.experiments import TrainingDiverged
 
-__all__ = ["UsageError", "error_line", "option_for"]
+__all__ = ["OneLineErrorParser", "UsageError", "error_line", "option_for"]
 
 
 class UsageError(Exception):
     """A mistake in the command line or in a file it names; the message says what to change."""
+
+
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, ``galfast <command>: error: ...``, exit
+    status 2: argparse's usage block before it (a dozen lines for ``run``) buries the line
+    that says what to change; ``--help`` still shows the usage. The subcommands' parsers are
+    of this class too (argparse builds them with their parent's)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
 
 
 def error_line(error: BaseException) -> Optional[str]:

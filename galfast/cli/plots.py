@@ -54,8 +54,9 @@ def plot_tradeoff(
     ci_over: str = "seeds",
 ) -> None:
     """``series``: distance -> [(lambda, :func:`~galfast.cli.summary.summarize_runs` output)]
-    sorted by lambda. Top row: every audit attack's macro-F1 (with the majority-class
-    baseline dashed); bottom row: the task metric (with its chance level when it has one).
+    sorted by lambda. Top row: every audit attack's macro-F1 (its chance level, the best
+    predictor that ignores the embeddings, dashed); bottom row: the task metric (with its
+    chance level when it has one).
     Bands are 95% CIs over the ``ci_over`` each point's values come from, clipped to the
     metric's range. Writes the figure to ``path`` atomically."""
     plt = pyplot()
@@ -69,13 +70,18 @@ def plot_tradeoff(
         top, bottom = axes[0][col], axes[1][col]
         first = points[0][1]["attack"]
         # Continuous attributes (QM9's alpha) are scored by the attacker's MAE, not macro-F1.
-        scored = "macro_f1" if all("macro_f1" in cells for cells in first.values()) else "mae"
+        scored = "mae" if any("mae" in cells for cells in first.values()) else "macro_f1"
         for attack in first:
-            stats = [s["attack"][attack][scored] for _, s in points]
-            _band(top, lams, stats, f"{attack} attacker", scored, ci_over)
+            # A point without the score: macro-F1 is undefined where the test split held one
+            # class (galfast.audit.metrics).
+            shown = [(lam, s["attack"][attack]) for lam, s in points]
+            shown = [(lam, cells[scored]) for lam, cells in shown if scored in cells]
+            if shown:
+                at, stats = zip(*shown)
+                _band(top, list(at), list(stats), f"{attack} attacker", scored, ci_over)
         chance = points[0][1]["attack"][next(iter(points[0][1]["attack"]))]["chance_macro_f1"]
         if chance is not None:
-            top.axhline(chance, color="grey", linestyle="--", linewidth=1, label="majority class")
+            top.axhline(chance, color="grey", linestyle="--", linewidth=1, label="chance")
         metric = points[0][1]["task_metric"]
         task = [s["task"] for _, s in points]
         _band(bottom, lams, task, f"task {metric}", metric, ci_over, color="black")
@@ -91,7 +97,8 @@ def plot_tradeoff(
         top.set_ylabel("attacker macro-F1" if scored == "macro_f1" else f"attacker {scored}")
         bottom.set_ylabel(f"task {metric}")
         bottom.set_xlabel("lambda")
-        top.legend(fontsize=8)
+        if top.get_legend_handles_labels()[0]:  # no line where no attack had a score
+            top.legend(fontsize=8)
         bottom.legend(fontsize=8)
     fig.tight_layout()
     save_figure(fig, path)

@@ -67,16 +67,21 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+def _number(value) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
 def worst_case_line(case: dict) -> str:
-    """One line for a record's strongest attacker: who, on what, how well, against chance."""
-    low, high = case["ci"]
-    # The chance baseline: the training split's majority class, or its mean for a continuous
-    # attribute (scored by MAE / RMSE).
-    chance = "mean" if case["metric"] in ("mae", "rmse") else "majority"
+    """One line for a record's strongest attacker: who, on what, how well, against chance
+    (the best predictor that ignores the embeddings) and the constant predictor (the majority
+    class, or the mean for a continuous attribute scored by MAE / RMSE)."""
+    # No interval for one audit seed; no score where the test split held one class.
+    ci = "n/a" if case["ci"] is None else "-".join(f"{v:.3f}" for v in case["ci"])
+    constant = "mean" if case["metric"] in ("mae", "rmse") else "majority"
     return (
         f"{case['attribute']}: {case['attacker']} on {case['attack']}, {case['metric']} "
-        f"{case['mean']:.3f} (95% CI {low:.3f}-{high:.3f}; {chance} {case['baseline']:.3f}; "
-        f"{case['strength']} audit)"
+        f"{_number(case['mean'])} (95% CI {ci}; chance {_number(case['chance'])}; "
+        f"{constant} {_number(case['majority'])}; {case['strength']} audit)"
     )
 
 

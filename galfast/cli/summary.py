@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Optional
 
 from galfast.audit import summarize
 
@@ -44,10 +44,27 @@ def _stat(values: Sequence[float]) -> dict[str, Any]:
     return {"mean": s.mean, "ci95": s.half_width, "values": list(values)}
 
 
+def _levels(record: dict[str, Any], attack: str) -> tuple[Optional[float], Optional[float]]:
+    """``(chance, majority)`` macro-F1 of ``attack``'s headline cell in a run ``record``. A
+    record written before the audit scored chance has no ``majority`` in its cells, and its
+    ``baseline`` is the majority predictor's."""
+    baseline = record["baseline"][attack].get("macro_f1")
+    attacker = record["attack"][attack].get("attacker")
+    for cell in record.get("audit", {}).get("results", []):
+        if cell.get("attack") == attack and cell.get("attacker") == attacker:
+            if "majority" not in cell:
+                return None, baseline
+            return baseline, cell["majority"].get("macro_f1")
+    return baseline, None
+
+
 def summarize_runs(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Runs of one setting (differing only by seed) -> ``{"n", "task_metric", "task":
-    stat, "attack": {attack: {metric: stat}}}`` with ``stat = {"mean", "ci95", "values"}``
-    (``ci95`` is the Student-t half-width, None for one run)."""
+    stat, "attack": {attack: {metric: stat, "chance_macro_f1", "majority_macro_f1"}}}``
+    with ``stat = {"mean", "ci95", "values"}`` (``ci95`` is the Student-t half-width, None
+    for one run). ``chance_macro_f1`` is the best macro-F1 of a predictor that ignores the
+    embeddings (:mod:`galfast.audit.chance`), ``majority_macro_f1`` the majority class's
+    alone; both are the first run's (None where unknown)."""
     if not records:
         raise ValueError("no runs to summarise")
     metric = records[0]["task_metric"]
@@ -63,7 +80,7 @@ def summarize_runs(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
             values = [r["attack"][attack][name] for r in records if name in r["attack"][attack]]
             if len(values) == len(records):
                 cells[name] = _stat(values)
-        cells["chance_macro_f1"] = records[0]["baseline"][attack].get("macro_f1")
+        cells["chance_macro_f1"], cells["majority_macro_f1"] = _levels(records[0], attack)
         out["attack"][attack] = cells
     return out
 

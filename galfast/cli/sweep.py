@@ -15,6 +15,7 @@ from galfast.cli.options import (
     config_kwargs,
     experiment_config,
     float_list,
+    path_name,
     prepare_checked,
 )
 from galfast.cli.plots import plot_tradeoff
@@ -63,7 +64,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=list(DISTANCES),
         help="comma-separated distances",
     )
-    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--out", type=path_name, required=True, help="output folder")
     parser.set_defaults(handler=main)
     return parser
 

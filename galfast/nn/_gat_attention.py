@@ -101,7 +101,9 @@ def edge_logits(
     heads, channels = conv.heads, conv.out_channels
     weight = conv.lin_edge.weight.view(heads, channels, -1)
     project = (weight * conv.att_edge.view(heads, channels, 1)).sum(1).t()  # [D, H]
-    per_edge = edge_feats @ project  # input order
+    # Input order; in the parameters' dtype under autocast too (a half-precision product),
+    # as PyG's logits, taken with its float32 attention vector.
+    per_edge = (edge_feats @ project).to(project.dtype)
     if source is None:
         return per_edge if layer.order is None else per_edge.index_select(0, layer.order)
     layout = graph.cached(

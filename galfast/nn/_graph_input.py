@@ -175,8 +175,18 @@ def _edge_index_graph(
     return graph, order
 
 
+def coalesced(adj_t: Tensor) -> Tensor:
+    """A torch.sparse COO ``adj_t`` with its duplicate entries summed, as torch.sparse (and
+    PyG) read it: stored twice, an entry would count as two edges in a mean, max or softmax.
+    A coalesced one, or another layout, as it is."""
+    if adj_t.layout == torch.sparse_coo and not adj_t.is_coalesced():
+        return adj_t.coalesce()
+    return adj_t
+
+
 def _torch_sparse_graph(adj_t: Tensor) -> tuple[Graph, Optional[Tensor], Tensor]:
     """(graph, order, values) of a torch.sparse adj_t [num_dst, num_src]."""
+    adj_t = coalesced(adj_t)  # a new tensor each call when it was not: no cache hit then
     if adj_t.dim() != 2:
         raise ValueError(f"a sparse adj_t must be 2-D [num_dst, num_src], got {list(adj_t.shape)}")
     num_dst, num_src = adj_t.shape

@@ -20,6 +20,7 @@ import torch
 from torch import Tensor
 
 from galfast.graph import Graph
+from galfast.nn._graph_input import coalesced
 
 __all__ = ["MessageEdges", "message_edges"]
 
@@ -42,7 +43,7 @@ def message_edges(adjacency: Any, graph: Graph, flow: str) -> MessageEdges:
         return MessageEdges(graph.col, graph.row, None)
     if isinstance(adjacency, Tensor):
         if adjacency.layout == torch.sparse_coo:
-            rows, cols = adjacency._indices().long()
+            rows, cols = coalesced(adjacency)._indices().long()
             return MessageEdges(cols, rows, None)
         if adjacency.layout == torch.sparse_csr:
             crow, col = adjacency.crow_indices().long(), adjacency.col_indices().long()

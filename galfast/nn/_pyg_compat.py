@@ -66,7 +66,20 @@ def _refusal(layer: str, what: str) -> Callable[..., Any]:
     return refuse
 
 
-class FusedLayer(torch.nn.Module):
+class Unscriptable(torch.nn.Module):
+    """A layer on galfast's kernels, which ``torch.jit.script`` cannot compile: it is refused
+    by name rather than with a TorchScript error from deep inside the layer."""
+
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        # torch.jit.script calls this on every module before compiling it.
+        raise NotImplementedError(
+            f"galfast's {type(self).__name__} cannot be compiled by torch.jit.script (its kernels "
+            "are torch.library custom ops with Python launchers); use torch.compile or "
+            "torch.export, which trace them (see docs/pyg_compat.md)"
+        )
+
+
+class FusedLayer(Unscriptable):
     """Base of the PyG-compatible layers.
 
     Takes the ``MessagePassing`` options PyG's constructors pass through ``**kwargs``:
@@ -120,15 +133,6 @@ class FusedLayer(torch.nn.Module):
                 _NO_MESSAGES.format(layer=type(self).__name__, what="explain mode (edge masks)")
             )
         super().__setattr__(attr, value)
-
-    def __prepare_scriptable__(self) -> torch.nn.Module:
-        # torch.jit.script calls this first: a clear refusal instead of a TorchScript error
-        # about an unsupported custom op or Python construct deep inside the layer.
-        raise NotImplementedError(
-            f"galfast's {type(self).__name__} cannot be compiled by torch.jit.script (its kernels "
-            "are torch.library custom ops with Python launchers); use torch.compile or "
-            "torch.export, which trace them (see docs/pyg_compat.md)"
-        )
 
     def _materialize(self, *pairs: tuple[torch.nn.Module, Tensor]) -> None:
         """For ``in_channels=-1``: sizes each still-lazy linear map from the features it will

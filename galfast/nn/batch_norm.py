@@ -110,6 +110,21 @@ class BatchNorm(torch.nn.Module):
             )
         return self.module(x)
 
+    def __prepare_scriptable__(self) -> torch.nn.Module:
+        """What ``torch.jit.script`` compiles in its place (PyG's BatchNorm scripts): a
+        ``torch.nn.BatchNorm1d`` holding this layer's parameters and buffers (shared, not
+        copied), in the same mode. The fused kernel is a custom op TorchScript cannot
+        compile; torch's layer computes the same normalisation, to rounding. The scripted
+        layer fails on one row in training, ``allow_single_element`` or not."""
+        m = self.module
+        plain = torch.nn.BatchNorm1d(
+            m.num_features, m.eps, m.momentum, m.affine, m.track_running_stats
+        )
+        plain.weight, plain.bias = m.weight, m.bias
+        for name in ("running_mean", "running_var", "num_batches_tracked"):
+            setattr(plain, name, getattr(m, name))
+        return plain.train(self.training)
+
     def _load_from_state_dict(self, state_dict, prefix, *args) -> None:
         for name in _STATE_NAMES:  # an old galfast or BatchNorm1d checkpoint: its keys renamed
             if prefix + name in state_dict:

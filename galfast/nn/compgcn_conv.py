@@ -11,6 +11,7 @@ from torch.nn import Parameter
 
 from galfast._args import check_choice, check_flag, check_int, check_real
 from galfast.nn._layer_checks import check_callable, check_channels, check_features
+from galfast.nn._pyg_compat import Unscriptable
 from galfast.nn.compgcn_graphs import CompGCNGraphs, compgcn_graphs
 from galfast.ops import compgcn_aggregate
 
@@ -30,7 +31,7 @@ def compose(x: Tensor, z: Tensor, composition: str) -> Tensor:
     return torch.fft.irfft(spectrum, n=x.size(-1), dim=-1)
 
 
-class CompGCNConv(torch.nn.Module):
+class CompGCNConv(Unscriptable):
     r"""The composition-based multi-relational graph convolution of Vashishth et al.,
     "Composition-based Multi-Relational Graph Convolutional Networks" (ICLR 2020), with the
     behaviour of the authors' ``CompGCNConv``.

@@ -246,6 +246,12 @@ class GATConv(FusedLayer):
             alpha_edge = edge_logits(
                 self, edge_feats, layer, graph, source, fill_value=self.fill_value
             )
+        # Under autocast the projections come out in half precision, and the logits, taken with
+        # the float32 attention vectors, in float32: PyG's messages (logit x feature) promote
+        # to the logits' dtype, and so does the fused aggregation here.
+        h_src = h_src.to(alpha_src.dtype)
+        if alpha_edge is not None:
+            alpha_edge = alpha_edge.to(alpha_src.dtype)
         dropout = self.dropout if self.training else 0.0
         if return_attention_weights:
             alpha = attention_weights(graph, alpha_src, alpha_dst, alpha_edge, self.negative_slope)
@@ -282,14 +288,18 @@ class GATConv(FusedLayer):
         return out
 
     def _check_edge_attr(self, edge_feats: Tensor, num_edges: int, edge_index: Any) -> None:
-        if edge_feats.size(0) != num_edges:
-            raise ValueError(
-                f"edge_attr must have one row per edge ({num_edges}), got {list(edge_feats.shape)}"
-            )
-        if self.add_self_loops and is_adjacency(edge_index):
+        sparse = is_adjacency(edge_index)
+        if self.add_self_loops and sparse:
             raise NotImplementedError(
                 "edge_attr together with add_self_loops=True is not supported for a sparse "
                 "adj_t (nor is it in PyG): pass the edge_index, or add the loops yourself"
+            )
+        if edge_feats.size(0) != num_edges:
+            # A COO adj_t stored with duplicates is read coalesced, as torch.sparse reads it.
+            counted = " (a sparse adj_t's coalesced entries)" if sparse else ""
+            raise ValueError(
+                f"edge_attr must have one row per edge ({num_edges}{counted}), got "
+                f"{list(edge_feats.shape)}"
             )
 
     def extra_repr(self) -> str:

@@ -148,7 +148,8 @@ class GCNConv(FusedLayer):
     ) -> tuple[Graph, Optional[Tensor], Optional[str]]:
         """(graph, weights, norm) to aggregate with; with ``cached``, those of the first call."""
         sparse = is_adjacency(edge_index)
-        slot = "_cached_adj_t" if sparse else "_cached_edge_index"
+        # PyG's slots: a torch.sparse adj_t is a Tensor, cached with the edge_index forms.
+        slot = "_cached_edge_index" if isinstance(edge_index, Tensor) else "_cached_adj_t"
         if self.cached and getattr(self, slot) is not None:
             return getattr(self, slot)
         graph, weight, _, _ = layer_graph(edge_index, x.size(-2), None, edge_weight, flow=self.flow)

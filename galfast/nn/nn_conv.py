@@ -14,7 +14,7 @@ from galfast._args import check_choice, check_flag
 from galfast.graph import Graph
 from galfast.nn._graph_input import layer_graph
 from galfast.nn._layer_checks import check_callable, check_channels, check_features, node_counts
-from galfast.nn._pyg_compat import reset_module
+from galfast.nn._pyg_compat import Unscriptable, reset_module
 from galfast.ops import nnconv_aggregate
 
 __all__ = ["NNConv"]
@@ -37,7 +37,7 @@ def split_last_linear(
     return None
 
 
-class NNConv(torch.nn.Module):
+class NNConv(Unscriptable):
     r"""The edge-conditioned convolution of Gilmer et al., "Neural Message Passing for Quantum
     Chemistry" (ICML 2017), equal to PyG's ``NNConv`` for the same weights (its state dict
     loads into PyG's and back).
@@ -157,7 +157,9 @@ class NNConv(torch.nn.Module):
             )
             for e0 in range(0, graph.num_edges, step)
         ]
-        messages = torch.cat(chunks) if chunks else x.new_zeros(0, self.out_channels)
+        # No edges: the network still runs, on none, as in PyG, so that its parameters (and
+        # edge_attr) get zero gradients rather than None (an optimizer skips a None).
+        messages = torch.cat(chunks) if chunks else self._messages(edge_attr, x_src)
         out = x.new_zeros(graph.num_nodes, self.out_channels)
         index = graph.row.unsqueeze(1).expand_as(messages)
         if self.aggr == "max":
@@ -167,5 +169,8 @@ class NNConv(torch.nn.Module):
             out = out / graph.in_degree.clamp(min=1).to(out.dtype).unsqueeze(1)
         return out
 
-    def extra_repr(self) -> str:
-        return f"{self.in_channels}, {self.out_channels}, aggr={self.aggr!r}"
+    def __repr__(self) -> str:  # PyG's, one line with the edge network inside
+        return (
+            f"{type(self).__name__}({self.in_channels}, {self.out_channels}, aggr={self.aggr}, "
+            f"nn={self.nn})"
+        )

@@ -8,6 +8,7 @@ import torch
 from torch import Tensor
 
 from galfast._args import check_int
+from galfast.nn._pyg_compat import Unscriptable
 
 __all__ = ["Set2Set"]
 
@@ -24,7 +25,7 @@ def _segment_softmax(scores: Tensor, index: Tensor, num_segments: int) -> Tensor
     return exp / total[index]
 
 
-class Set2Set(torch.nn.Module):
+class Set2Set(Unscriptable):
     r"""The Set2Set readout of Vinyals et al., "Order Matters: Sequence to sequence for Sets"
     (ICLR 2016), equal to PyG's ``Set2Set`` for the same weights (same state dict).
 
@@ -121,5 +122,5 @@ class Set2Set(torch.nn.Module):
             q_star = torch.cat([q, readout], dim=-1)
         return q_star
 
-    def extra_repr(self) -> str:
-        return f"{self.in_channels}, processing_steps={self.processing_steps}"
+    def __repr__(self) -> str:  # PyG's: the input and output widths
+        return f"{type(self).__name__}({self.in_channels}, {2 * self.in_channels})"
