@@ -65,6 +65,20 @@ def test_wn18rr_triples_and_vocabularies(wn_folder):
     assert (ds.num_entities, ds.num_relations) == (6, 3)
 
 
+@pytest.mark.parametrize("name", ["wn18rr", "fb15k-237"])
+def test_the_attribute_file_beside_triples_in_the_archive_subfolder_is_found(
+    name, tmp_path, monkeypatch
+):
+    """root/WN18RR/ (or root/FB15k-237/) holding the triples and the attribute file, as the
+    docstrings allow: the attribute file was looked for in root alone (DatasetNotFoundError)."""
+    sub = {"wn18rr": "WN18RR", "fb15k-237": "FB15k-237"}[name]
+    write = write_wn18rr if name == "wn18rr" else write_fb15k_237
+    folder = write(tmp_path / sub)
+    pin_folder(monkeypatch, name, folder)
+    ds = wn18rr(root=tmp_path) if name == "wn18rr" else fb15k_237(root=tmp_path, top_types=3)
+    assert set(ds.attributes) == ({"pos", "sense"} if name == "wn18rr" else {"types"})
+
+
 def test_graph_holds_training_triples_both_ways_with_inverse_types(wn_folder):
     ds = wn18rr(root=wn_folder)
     src, dst = ds.graph.edge_index()

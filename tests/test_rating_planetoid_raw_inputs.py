@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import scipy.sparse as sp
 from test_datasets_movielens import write_ml1m, write_ml100k
-from test_datasets_planetoid import NUM_ALL, _dump, write_planetoid
+from test_datasets_planetoid import NUM_ALL, _dump, _serve, write_planetoid
 
 from galfast.cli import main
 from galfast.datasets import ChecksumError, movielens, planetoid
@@ -111,13 +111,19 @@ def test_broken_checksum_pin_is_named(tmp_path, pin):
         fetch(Resource("https://example.org/file.bin", "file.bin"), tmp_path, opener=_no_download)
 
 
-def test_broken_pin_in_the_planetoid_cache_is_named(tmp_path, monkeypatch):
+def test_a_wrong_pubmed_allx_download_is_refused_and_not_kept(tmp_path, monkeypatch):
+    """ind.pubmed.allx had no known hash: the first download, garbage or not, was kept and
+    pinned, and every later load failed on it, offline too."""
     cache = tmp_path / "planetoid"
     write_planetoid(cache, name="pubmed", parts={"y", "ty", "ally", "tx", "graph", "test.index"})
-    (cache / "ind.pubmed.allx.sha256").write_text("")
     monkeypatch.setenv("GALFAST_DATA", str(tmp_path))
-    with pytest.raises(ChecksumError, match=r"ind\.pubmed\.allx\.sha256 holds no SHA-256"):
-        planetoid("pubmed", opener=_no_download)
+
+    garbage = tmp_path / "served"
+    garbage.mkdir()
+    (garbage / "ind.pubmed.allx").write_bytes(b"not the real allx")
+    with pytest.raises(ChecksumError, match=r"ind\.pubmed\.allx"):
+        planetoid("pubmed", opener=_serve(garbage))
+    assert not any(p.name.startswith("ind.pubmed.allx") for p in cache.iterdir())
 
 
 def test_damaged_zip_is_named(tmp_path):

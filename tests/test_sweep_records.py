@@ -123,3 +123,27 @@ def test_minus_zero_is_lambda_zero():
     assert [math.copysign(1, lam) for lam in args.lam] == [1, 1]
     args = build_parser().parse_args(["run", "--lam", "-0"])
     assert math.copysign(1, args.lam) == 1
+
+
+def test_a_diverged_run_is_named_and_the_rest_of_the_grid_summarised(tmp_path, capsys):
+    """One lambda past the floats' range stopped the whole sweep: no summary, and the runs
+    after it never trained."""
+    out = tmp_path / "sweep"
+    argv = ["sweep", *TINY, "--attacks", "node", "--audit", "fast", "--distance", "tv"]
+    assert main([*argv, "--lam", "1e20,0", "--out", str(out)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("galfast sweep: diverged, not in the summaries: ")
+    assert "-tv-lam1e+20-seed0: training diverged at lambda=1e+20" in err[0]
+    assert [p.name for p in (out / "runs").iterdir()] == [
+        "synthetic-graph-gcn-node-tv-lam0-seed0.json"
+    ]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [row["lambda"] for row in summary] == [0.0]
+    assert (out / "summary.csv").is_file() and (out / "tradeoff.png").is_file()
+
+
+def test_a_grid_that_diverges_everywhere_is_one_error_line(tmp_path, capsys):
+    argv = ["sweep", *TINY, "--attacks", "node", "--audit", "fast", "--distance", "tv"]
+    assert main([*argv, "--lam", "1e20", "--out", str(tmp_path / "sweep")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("galfast sweep: error: every run diverged (1)")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from tqdm.auto import tqdm
 
+from galfast.cli.errors import UsageError, error_line
 from galfast.cli.files import check_folder_writable, check_writable, write_csv, write_json
 from galfast.cli.options import (
     add_experiment_options,
@@ -27,16 +29,19 @@ from galfast.cli.summary import (
     lambda_text,
     summarize_runs,
 )
-from galfast.experiments import ExperimentConfig, run_experiment
+from galfast.experiments import ExperimentConfig, TrainingDiverged, run_experiment
 from galfast.gal.adversary_losses import DISTANCES
 
 __all__ = ["add_parser", "main", "run_path"]
 
 DESCRIPTION = """\
 Run every (distance, lambda, seed) of a grid with the setup of `galfast run`. Each run is
-written atomically to OUT/runs/<dataset>-<encoder>-<distance>-lam<L>-seed<S>.json; a re-run
-skips the runs whose file exists with the same settings, so an interrupted sweep resumes; a
-run file that is not a valid run record (not written by galfast, or edited) is trained again.
+written atomically to OUT/runs/<dataset>-<encoder>[-<attribute>]-<pairing>-<distance>-lam<L>
+[-adv<N><schedule>][-pre<N>][-joint]-seed<S>.json (the bracketed parts only where not the
+default); a re-run skips the runs whose file exists with the same settings, so an interrupted
+sweep resumes; a run file that is not a valid run record (not written by galfast, or edited)
+is trained again. A run whose training diverges (a lambda too large) gets no file: the sweep
+goes on, summarises the runs that finished, names the diverged ones and exits with status 1.
 Writes OUT/summary.json, OUT/summary.csv (mean and 95% CI per distance, lambda and hidden
 attribute) and OUT/tradeoff.png (attacker macro-F1 and task metric against lambda, one column
 per distance); with several attributes (--attribute gender,age) one OUT/tradeoff-<attribute>.png
@@ -105,17 +110,28 @@ def main(args: argparse.Namespace) -> int:
     prepared = prepare_checked(max(grid, key=lambda config: config.lam))
     records: dict[tuple[str, float], list[dict[str, Any]]] = {}
     trained = skipped = 0
+    diverged: list[str] = []  # one line each: the run's file name and why
     for config in tqdm(grid, desc="sweep", unit="run", disable=args.quiet):
         path = run_path(out, config)
         record = finished_record(path, config, prepared)
         if record is None:
-            record = run_experiment(config, progress=not args.quiet).record
+            try:
+                record = run_experiment(config, progress=not args.quiet).record
+            except TrainingDiverged as error:
+                # One lambda past the floats' range must not cost the rest of the grid.
+                diverged.append(f"{path.stem}: {error_line(error)}")
+                continue
             write_json(path, record)
             trained += 1
         else:
             skipped += 1
         records.setdefault((config.distance, config.lam), []).append(record)
-    print(f"{trained} run(s) trained, {skipped} finished run(s) skipped")
+    print(
+        f"{trained} run(s) trained, {skipped} finished run(s) skipped"
+        + (f", {len(diverged)} diverged" if diverged else "")
+    )
+    if not records:
+        raise UsageError(f"every run diverged ({len(diverged)}), the first: {diverged[0]}")
 
     summaries = {
         (d, lam, attribute): summarize_runs(runs)
@@ -160,7 +176,9 @@ def main(args: argparse.Namespace) -> int:
         )
         written.append(out / plot_name)
     print(f"wrote {', '.join(map(str, written))}")
-    return 0
+    for line in diverged:
+        print(f"galfast sweep: diverged, not in the summaries: {line}", file=sys.stderr)
+    return 1 if diverged else 0
 
 
 def _plot_names(attributes: tuple[str, ...]) -> list[str]:

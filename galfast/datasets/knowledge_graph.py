@@ -152,9 +152,13 @@ def _verified(path: Path, name: str, key: str) -> Path:
     return path
 
 
-def _attribute_path(folder: Path, name: str) -> Path:
+def _attribute_path(folder: Path, triples: Path, name: str) -> Path:
+    """The attribute file of ``name``: in the dataset ``folder``, or beside the ``triples``
+    where those sit in a subfolder of it (``root/WN18RR/``, as the docstrings allow)."""
     relative, origin = _ATTRIBUTE_FILE[name]
     path = folder / relative
+    if not path.is_file() and (triples / relative).is_file():
+        path = triples / relative
     if not path.is_file():
         raise DatasetNotFoundError(
             f"{name}'s sensitive attributes need {path}: {origin} (SHA-256 "
@@ -226,7 +230,8 @@ def wn18rr(
     raw = read_triple_splits(files)
     found, notes = {}, ()
     if attributes:
-        found, missing = pos_and_sense(_attribute_path(folder, "wn18rr"), raw.entities, sense_cap)
+        path = _attribute_path(folder, files["train"].parent, "wn18rr")
+        found, missing = pos_and_sense(path, raw.entities, sense_cap)
         if missing:
             notes = (
                 f"{missing} entities have no part-of-speech / sense row: not in the attribute.",
@@ -287,7 +292,7 @@ def fb15k_237(
     raw = read_triple_splits(files)
     found, notes = {}, ()
     if attributes:
-        path = _attribute_path(folder, "fb15k-237")
+        path = _attribute_path(folder, files["train"].parent, "fb15k-237")
         found, counts = entity_types(path, raw.entities, top_types, types_known)
         notes = (
             f"{counts['typed']} of {len(raw.entities)} entities have a type, {counts['top']} one "

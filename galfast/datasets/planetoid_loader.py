@@ -39,7 +39,7 @@ LICENSE = (
 )
 
 # SHA-256 of each raw file, computed from verified copies of kimiyoung/planetoid's data/.
-# ind.pubmed.allx had no verified copy: its hash is pinned on first download (see fetch).
+# ind.pubmed.allx: no copy here; its hash is the one ../shared/data/README publishes.
 _SHA256 = {
     ("cora", "allx"): "9419ba2f26f5c35243db64aba110e0f35a04851609e0dc5433450676ca6b8543",
     ("cora", "ally"): "2b998f5cc7fedc86e7f97ca2498f47a1ffc1462c29e2d578b23bf3f62b6e7d71",
@@ -55,7 +55,7 @@ _SHA256 = {
     ("citeseer", "tx"): "539a8906a2da97628d212f2fdd668c109a8b3f0d36574b59e5d3fd5b5303da21",
     ("citeseer", "ty"): "55e5bd1ba1e733a04598753ad1a8d57957f4b8f89e74519f41f4f4938767e4ce",
     ("citeseer", "y"): "8ba87e515d8e3ee3cf52f6d2c5b86aa73f11ecad825a808455209ec26cd54924",
-    ("pubmed", "allx"): None,
+    ("pubmed", "allx"): "508e538e2abdccdd54c4d3e9f49d638b4af7107d85845f66ddea5a5152658b7e",
     ("pubmed", "ally"): "0c37bbe3b5014ec365e9d393cf4791925e5ed94fb194305d74f064a8d7b50f0e",
     ("pubmed", "graph"): "5b89f0036ca22909471f1e6558eb42fa06e0c730a577bde5b058b40638f81dc9",
     ("pubmed", "test.index"): "b101d421688bbaecbd82e8a18f1e282378d6830f3a37666f28ebc47f844341b5",
@@ -163,7 +163,9 @@ def planetoid(
     Where the data comes from: ``root`` if given (a folder holding ``ind.<name>.*`` or a
     ``planetoid/`` subfolder that does); else the cache (``$GALFAST_DATA/planetoid`` or
     ``~/.cache/galfast/planetoid``) when complete; else, for Cora, the copy bundled with
-    galfast; else the files are downloaded into the cache and verified. If a feature file
+    galfast; else the files are downloaded into the cache and verified against their SHA-256.
+    Files under ``root`` or already in the cache are read as they are: a damaged pickle fails
+    to parse, by name, but an edited one is not detected. If a feature file
     (``allx``, ``tx``) cannot be had, the dataset loads structure-only: ``x is None``, a note in
     ``notes`` and a :class:`MissingFeaturesWarning`.
 
