@@ -12,7 +12,7 @@ from galfast.audit.bounds import TradeoffBound
 from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger
 from galfast.audit.stats import MetricSummary
 
-__all__ = ["AttackResult", "AuditReport"]
+__all__ = ["AttackResult", "AuditReport", "score_text"]
 
 PAPER_NOTE = (
     "auc = ranking ROC-AUC from the attacker's scores. The paper's MovieLens 'AUC' "
@@ -208,7 +208,7 @@ class AuditReport:
                         r.attack,
                         r.attacker + mark,
                         *(str(r.metrics[m]) if m in r.metrics else "-" for m in names),
-                        _number(r.baseline.get(r.primary)),
+                        score_text(r.baseline.get(r.primary)),
                         f"{r.n_test:.0f}",
                     ]
                 )
@@ -240,7 +240,8 @@ class AuditReport:
         return "\n\n".join(blocks)
 
 
-def _number(value: Optional[float]) -> str:
+def score_text(value: Optional[float]) -> str:
+    """A score to three decimals, "n/a" where there is none."""
     return "n/a" if value is None else f"{value:.3f}"
 
 
@@ -265,6 +266,6 @@ def _score(cell: AttackResult) -> str:
     constant = "mean" if cell.kind == "continuous" else "majority"
     return (
         f"{cell.primary} {summary.mean:.3f} (95% CI {spread} over {len(summary.values)} "
-        f"seed(s)) vs chance {_number(cell.baseline.get(cell.primary))} ({constant} "
-        f"{_number(cell.majority.get(cell.primary))})"
+        f"seed(s)) vs chance {score_text(cell.baseline.get(cell.primary))} ({constant} "
+        f"{score_text(cell.majority.get(cell.primary))})"
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from galfast.audit.report import score_text
 from galfast.cli.files import check_writable, write_json
 from galfast.cli.options import (
     add_experiment_options,
@@ -67,10 +68,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
-def _number(value) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def worst_case_line(case: dict) -> str:
     """One line for a record's strongest attacker: who, on what, how well, against chance
     (the best predictor that ignores the embeddings) and the constant predictor (the majority
@@ -80,8 +77,8 @@ def worst_case_line(case: dict) -> str:
     constant = "mean" if case["metric"] in ("mae", "rmse") else "majority"
     return (
         f"{case['attribute']}: {case['attacker']} on {case['attack']}, {case['metric']} "
-        f"{_number(case['mean'])} (95% CI {ci}; chance {_number(case['chance'])}; "
-        f"{constant} {_number(case['majority'])}; {case['strength']} audit)"
+        f"{score_text(case['mean'])} (95% CI {ci}; chance {score_text(case['chance'])}; "
+        f"{constant} {score_text(case['majority'])}; {case['strength']} audit)"
     )
 
 

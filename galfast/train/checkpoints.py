@@ -58,7 +58,8 @@ def read_checkpoint(path: Union[str, os.PathLike], map_location: Any) -> Any:
     path = os.fspath(path)
     try:
         damaged = _damaged_entry(path)
-        state = None if damaged else torch.load(path, map_location=map_location, weights_only=True)
+        if damaged is None:
+            return torch.load(path, map_location=map_location, weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
         raise
     except pickle.UnpicklingError as error:
@@ -72,12 +73,10 @@ def read_checkpoint(path: Union[str, os.PathLike], map_location: Any) -> Any:
             f"{path} is not a readable checkpoint (truncated, damaged, or not written by "
             f"torch.save): {reason}"
         ) from error
-    if damaged:
-        raise ValueError(
-            f"{path} is damaged: its entry {damaged} fails the archive's CRC check (a disk, "
-            "copy or transfer error?); use another copy of the checkpoint"
-        )
-    return state
+    raise ValueError(
+        f"{path} is damaged: its entry {damaged} fails the archive's CRC check (a disk, copy "
+        "or transfer error?); use another copy of the checkpoint"
+    )
 
 
 def _damaged_entry(path: str) -> Optional[str]:
