@@ -134,8 +134,9 @@ def test_a_diverged_run_is_named_and_the_rest_of_the_grid_summarised(tmp_path, c
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("galfast sweep: diverged, not in the summaries: ")
     assert "-tv-lam1e+20-seed0: training diverged at lambda=1e+20" in err[0]
-    assert [p.name for p in (out / "runs").iterdir()] == [
-        "synthetic-graph-gcn-node-tv-lam0-seed0.json"
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [
+        "synthetic-graph-gcn-node-tv-lam0-seed0.json",
+        "synthetic-graph-gcn-node-tv-lam1e+20-seed0.diverged.json",
     ]
     summary = json.loads((out / "summary.json").read_text())
     assert [row["lambda"] for row in summary] == [0.0]
@@ -147,3 +148,59 @@ def test_a_grid_that_diverges_everywhere_is_one_error_line(tmp_path, capsys):
     assert main([*argv, "--lam", "1e20", "--out", str(tmp_path / "sweep")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("galfast sweep: error: every run diverged (1)")
+
+
+DIVERGING = ["sweep", *TINY, "--attacks", "node", "--audit", "fast", "--distance", "tv"]
+DIVERGED_MARK = "synthetic-graph-gcn-node-tv-lam1e+20-seed0.diverged.json"
+
+
+def test_a_resumed_sweep_does_not_train_a_diverged_run_again(tmp_path, capsys, monkeypatch):
+    """Every resume trained the diverged lambda again, to the same divergence."""
+    out = tmp_path / "sweep"
+    argv = [*DIVERGING, "--lam", "1e20,0", "--out", str(out)]
+    assert main(argv) == 1
+    capsys.readouterr()
+    monkeypatch.setattr(sweep_module, "run_experiment", None)  # a call would fail the test
+    assert main(argv) == 1
+    captured = capsys.readouterr()
+    assert "0 run(s) trained, 1 finished run(s) skipped, 1 diverged" in captured.out
+    (line,) = captured.err.strip().splitlines()
+    assert "lam1e+20-seed0: training diverged at lambda=1e+20" in line
+    assert line.endswith("(marked in an earlier sweep)")
+
+
+def test_deleting_the_mark_trains_the_diverged_run_again(tmp_path, capsys):
+    out = tmp_path / "sweep"
+    argv = [*DIVERGING, "--lam", "1e20", "--out", str(out)]
+    assert main(argv) == 2
+    (out / "runs" / DIVERGED_MARK).unlink()
+    capsys.readouterr()
+    assert main(argv) == 2  # trained, and diverged, again
+    assert "every run diverged (1)" in capsys.readouterr().err
+    assert (out / "runs" / DIVERGED_MARK).is_file()
+
+
+@pytest.mark.parametrize("text", ["not json", "[]", '{"config": {}, "diverged": 1}'])
+def test_a_mark_galfast_did_not_write_is_named_and_the_run_trained(tmp_path, capsys, text):
+    out = tmp_path / "sweep"
+    (out / "runs").mkdir(parents=True)
+    (out / "runs" / DIVERGED_MARK).write_text(text)
+    assert main([*DIVERGING, "--lam", "1e20", "--out", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert f"{DIVERGED_MARK} is not a mark galfast wrote; training that run again" in captured.out
+    assert "marked in an earlier sweep" not in captured.err
+    assert json.loads((out / "runs" / DIVERGED_MARK).read_text())["diverged"].startswith(
+        "training diverged at lambda=1e+20"
+    )
+
+
+def test_a_mark_of_other_settings_is_not_this_runs(tmp_path, capsys):
+    """A mark written before the settings changed (another epoch count) does not stop the run,
+    and a run that then finishes removes it."""
+    out = tmp_path / "sweep"
+    (out / "runs").mkdir(parents=True)
+    config = ExperimentConfig(dataset="synthetic-graph", lam=0.0, epochs=999)
+    mark = {"config": config.to_dict(), "diverged": "training diverged at lambda=0 (x)"}
+    (out / "runs" / RUN_FILE.replace(".json", ".diverged.json")).write_text(json.dumps(mark))
+    assert main([*SWEEP, "--out", str(out)]) == 0
+    assert sorted(p.name for p in (out / "runs").iterdir()) == [RUN_FILE]

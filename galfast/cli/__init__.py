@@ -34,12 +34,15 @@ def build_parser() -> argparse.ArgumentParser:
     for module in (demo, run, sweep, audit_cmd, tsne):
         sub = module.add_parser(subparsers)
         sub.formatter_class = HelpFormatter
+        sub.set_defaults(command_parser=sub)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Runs one command line (``sys.argv[1:]`` by default) and returns its exit status."""
-    args = build_parser().parse_args(argv)
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:  # the command's own error: the top-level parser's would not name the command
+        args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     _startup.release()  # an interrupt from here unwinds the command: its clean-up runs
     try:
         return args.handler(args)

@@ -1,7 +1,8 @@
 """A sweep's stored run records, read back when it resumes: the record of the same run, or a
 note and None for a file that is not a valid record (not written by galfast, or edited: a
 metric out of its range, an attack or attribute the run does not have), which the sweep
-trains again."""
+trains again; and the marks of runs that diverged, so a resumed sweep does not train them
+again (the same seeded run diverges again)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 from galfast.cli.errors import UsageError
+from galfast.cli.files import write_json
 from galfast.cli.plots import METRIC_RANGE
 from galfast.cli.summary import by_attribute
 from galfast.experiments import ExperimentConfig, Prepared
 
-__all__ = ["finished_record"]
+__all__ = ["diverged_mark", "diverged_path", "finished_record", "mark_diverged"]
 
 
 # What a stored run record must hold for the summary.
@@ -42,11 +44,48 @@ def finished_record(
     missing = [key for key in _RECORD_KEYS if key not in record]
     if missing or not isinstance(record["config"], dict):
         return _invalid(path, f"fields missing: {', '.join(missing) or 'config'}")
-    saved = {**ExperimentConfig().to_dict(), **record["config"], "cuda_graphs": None}
-    if saved != {**config.to_dict(), "cuda_graphs": None}:
+    if not _same_run(record["config"], config):
         return None
     problem = _record_problem(record, prepared)
     return record if problem is None else _invalid(path, problem)
+
+
+def diverged_path(run_path: Path) -> Path:
+    """Where the mark of a diverged run lies, beside the run file it did not get."""
+    return run_path.with_name(run_path.stem + ".diverged.json")
+
+
+def mark_diverged(run_path: Path, config: ExperimentConfig, why: str) -> None:
+    """Records that the run ``config`` diverged (``why``: the one-line reason)."""
+    write_json(diverged_path(run_path), {"config": config.to_dict(), "diverged": why})
+
+
+def diverged_mark(run_path: Path, config: ExperimentConfig) -> Optional[str]:
+    """The reason stored when this exact run diverged before, else None (no mark, a mark of
+    other settings, or a file that is not a mark: the run is trained again)."""
+    path = diverged_path(run_path)
+    if not path.is_file():
+        return None
+    try:
+        mark = json.loads(path.read_text())
+    except OSError as error:
+        raise UsageError(f"--out: cannot read the diverged run's mark {path}: {error}") from None
+    except (ValueError, RecursionError):
+        mark = None
+    if not (
+        isinstance(mark, dict)
+        and isinstance(mark.get("config"), dict)
+        and isinstance(mark.get("diverged"), str)
+    ):
+        print(f"note: {path} is not a mark galfast wrote; training that run again")
+        return None
+    return mark["diverged"] if _same_run(mark["config"], config) else None
+
+
+def _same_run(saved: dict[str, Any], config: ExperimentConfig) -> bool:
+    """Whether the stored ``saved`` settings are those of ``config``'s run."""
+    saved = {**ExperimentConfig().to_dict(), **saved, "cuda_graphs": None}
+    return saved == {**config.to_dict(), "cuda_graphs": None}
 
 
 def _invalid(path: Path, why: str) -> None:

@@ -21,7 +21,7 @@ from galfast.cli.options import (
     prepare_checked,
 )
 from galfast.cli.plots import plot_tradeoff
-from galfast.cli.run_records import finished_record
+from galfast.cli.run_records import diverged_mark, diverged_path, finished_record, mark_diverged
 from galfast.cli.summary import (
     ATTACK_METRICS,
     by_attribute,
@@ -40,8 +40,10 @@ written atomically to OUT/runs/<dataset>-<encoder>[-<attribute>]-<pairing>-<dist
 [-adv<N><schedule>][-pre<N>][-joint]-seed<S>.json (the bracketed parts only where not the
 default); a re-run skips the runs whose file exists with the same settings, so an interrupted
 sweep resumes; a run file that is not a valid run record (not written by galfast, or edited)
-is trained again. A run whose training diverges (a lambda too large) gets no file: the sweep
-goes on, summarises the runs that finished, names the diverged ones and exits with status 1.
+is trained again. A run whose training diverges (a lambda too large) gets no run file but a
+mark, <run>.diverged.json: the sweep goes on, summarises the runs that finished, names the
+diverged ones and exits with status 1; a re-run does not train a marked run again (the same
+seeded run diverges again), it names it again. Delete the mark to train that run again.
 Writes OUT/summary.json, OUT/summary.csv (mean and 95% CI per distance, lambda and hidden
 attribute) and OUT/tradeoff.png (attacker macro-F1 and task metric against lambda, one column
 per distance); with several attributes (--attribute gender,age) one OUT/tradeoff-<attribute>.png
@@ -106,6 +108,7 @@ def main(args: argparse.Namespace) -> int:
         check_writable(out / name, "--out")
     for config in grid:
         check_writable(run_path(out, config), "--out")
+        check_writable(diverged_path(run_path(out, config)), "--out")
     # The largest lambda's settings are the strictest (a defended run needs adversary steps).
     prepared = prepare_checked(max(grid, key=lambda config: config.lam))
     records: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -114,14 +117,19 @@ def main(args: argparse.Namespace) -> int:
     for config in tqdm(grid, desc="sweep", unit="run", disable=args.quiet):
         path = run_path(out, config)
         record = finished_record(path, config, prepared)
+        if record is None and (why := diverged_mark(path, config)) is not None:
+            diverged.append(f"{path.stem}: {why} (marked in an earlier sweep)")
+            continue
         if record is None:
             try:
                 record = run_experiment(config, progress=not args.quiet).record
             except TrainingDiverged as error:
                 # One lambda past the floats' range must not cost the rest of the grid.
                 diverged.append(f"{path.stem}: {error_line(error)}")
+                mark_diverged(path, config, error_line(error))
                 continue
             write_json(path, record)
+            diverged_path(path).unlink(missing_ok=True)  # a mark of other settings
             trained += 1
         else:
             skipped += 1

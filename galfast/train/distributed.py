@@ -16,8 +16,10 @@ process group. What each step does (the gradient averaging of PyTorch's DDP, as 
   ready-made losses are).
 - Parameters and buffers are broadcast from rank 0 when ``fit`` starts; every process then
   takes the same optimizer steps, so encoder, task head, attackers and both optimizers stay
-  identical everywhere. Checkpoints are written by rank 0 only and load on any number of
-  processes.
+  identical everywhere. Buffers that each process moves by its own share (the running
+  statistics of a torch BatchNorm in the task head or an attacker, such as ConvE's) are
+  taken from rank 0 at the end of every epoch, as DDP takes them before every forward.
+  Checkpoints are written by rank 0 only and load on any number of processes.
 - The encoder's :class:`galfast.nn.BatchNorm` layers take their batch statistics over the
   rows of every process (:mod:`galfast.nn.sync_batch_norm`, entered by the sampled encoding),
   so their running buffers stay identical too; a process without rows in a step still runs
@@ -116,13 +118,23 @@ class ProcessGroup:
 
     def broadcast(self, modules: Sequence[Optional[nn.Module]]) -> None:
         """Copies rank 0's parameters and buffers into every process (as DDP does when built)."""
+        self._from_rank_zero(
+            tensor for m in _modules(modules) for tensor in [*m.parameters(), *m.buffers()]
+        )
+
+    def broadcast_buffers(self, modules: Sequence[Optional[nn.Module]]) -> None:
+        """Copies rank 0's buffers into every process. A torch BatchNorm in a task head or an
+        attacker moves its running statistics by its own process's share of each batch, so
+        they drift apart between processes; DDP takes rank 0's before every forward, the
+        trainer at the end of every epoch (before anything evaluates or saves them)."""
+        self._from_rank_zero(tensor for m in _modules(modules) for tensor in m.buffers())
+
+    def _from_rank_zero(self, tensors: Iterable[Tensor]) -> None:
         if not self.enabled:
             return
-        for module in modules:
-            if isinstance(module, nn.Module):
-                for tensor in [*module.parameters(), *module.buffers()]:
-                    with torch.no_grad():
-                        dist.broadcast(tensor.data, src=0)
+        for tensor in tensors:
+            with torch.no_grad():
+                dist.broadcast(tensor.data, src=0)
 
     def from_rank_zero(self, flag: bool, device: torch.device) -> bool:
         """Rank 0's ``flag`` in every process (each waits for rank 0, as at a barrier)."""
@@ -134,3 +146,7 @@ class ProcessGroup:
 
     def same_as(self, other: ProcessGroup) -> bool:
         return (self.rank, self.world_size) == (other.rank, other.world_size)
+
+
+def _modules(modules: Sequence[Optional[nn.Module]]) -> list[nn.Module]:
+    return [module for module in modules if isinstance(module, nn.Module)]

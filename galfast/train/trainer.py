@@ -577,6 +577,7 @@ class GALTrainer(SampledSteps):
                 f"task_batches yielded no batch in epoch {self.epoch + 1}: nothing to train on "
                 "(an empty training set, or an iterator that is exhausted after one pass?)"
             )
+        self.process_group.broadcast_buffers([self.encoder, self.task_head, self.attacker])
         self.epoch += 1
         phase = "pretrain" if pretrain else ("adversarial" if adversarial else "task")
         record: dict[str, Any] = {"epoch": self.epoch, "phase": phase}
