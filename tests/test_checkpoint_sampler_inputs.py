@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import os
 import re
-import struct
-import zipfile
 
 import pytest
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+from damaged_zip import flip_a_stored_bit
 from gal_fixtures import MeanEncoder, planted_graph
 from graphs import random_edges
 from torch import nn
@@ -90,15 +89,9 @@ def test_an_unreadable_file_is_a_value_error_naming_it(data, saved, tmp_path, da
 
 def test_a_flipped_bit_in_a_stored_tensor_is_refused(data, saved, tmp_path):
     # torch.load checks no CRC: the damaged weight loaded silently.
-    raw = bytearray(saved[1].read_bytes())
-    with zipfile.ZipFile(saved[1]) as archive:
-        entry = next(i for i in archive.infolist() if "/data/" in i.filename)
-    header = entry.header_offset
-    name_size, extra_size = struct.unpack("<HH", raw[header + 26 : header + 30])
-    raw[header + 30 + name_size + extra_size] ^= 1  # the entry's first stored byte
     path = tmp_path / "flipped.pt"
-    path.write_bytes(raw)
-    match = f"{path} is damaged: its entry {re.escape(entry.filename)} fails"
+    entry = flip_a_stored_bit(saved[1], path)
+    match = f"{path} is damaged: its entry {re.escape(entry)} fails"
     with pytest.raises(ValueError, match=match):
         _trainer(data).load_checkpoint(path)
     with pytest.raises(ValueError, match=match):

@@ -8,6 +8,7 @@ import json
 import pytest
 import torch
 from cli_errors_helpers import one_error_line, refuse_training
+from damaged_zip import flip_a_stored_bit
 
 from galfast.cli import main
 from galfast.cli import run as run_module
@@ -346,6 +347,19 @@ def test_an_unknown_option_is_reported_by_its_command(command, capsys):
         main([command, *required.get(command, []), "--bogus", "x"])
     assert exit_info.value.code == 2
     assert one_error_line(capsys, command).endswith("unrecognized arguments: --bogus x")
+
+
+@pytest.mark.parametrize("name", ["z.pt", "labels.pt", "g.pt"])
+def test_an_input_with_a_flipped_bit_is_named_in_one_line(audit_files, capsys, name):
+    """torch.load checks no CRC: a damaged embedding or label loaded as a different value."""
+    entry = flip_a_stored_bit(audit_files / name, audit_files / f"flipped-{name}")
+    key = {"z.pt": "z", "labels.pt": "labels", "g.pt": "graph"}[name]
+    assert main(audit_argv(audit_files, **{key: f"flipped-{name}"})) == 2
+    line = one_error_line(capsys, "audit")
+    assert line.endswith(
+        f"flipped-{name}' is damaged: its entry {entry} fails the archive's "
+        "CRC check (a disk, copy or transfer error?)"
+    )
 
 
 def test_a_file_torch_cannot_load_is_named_in_one_clean_line(audit_files, capsys):

@@ -16,6 +16,7 @@ from galfast.cli.files import check_writable, write_json
 from galfast.cli.options import comma_list, pairing_list, path_name, positive_int, seed_value
 from galfast.gal import SensitiveAttribute, parse_pairing
 from galfast.graph import Graph
+from galfast.train.checkpoints import damaged_entry
 
 __all__ = ["add_parser", "main"]
 
@@ -80,10 +81,18 @@ def attribute_name(text: str) -> str:
 
 def _load_tensor(path: str, what: str) -> torch.Tensor:
     try:
+        damaged = damaged_entry(path)
+        if damaged is not None:  # torch.load checks no CRC: a flipped bit loads as a value
+            raise UsageError(
+                f"{what}: {path!r} is damaged: its entry {damaged} fails the archive's CRC "
+                "check (a disk, copy or transfer error?)"
+            )
         with warnings.catch_warnings():
             # torch warns about some foreign pickles before failing on them: the error says it.
             warnings.simplefilter("ignore", UserWarning)
             value = torch.load(path, map_location="cpu", weights_only=True)
+    except UsageError:
+        raise
     except FileNotFoundError:
         raise UsageError(f"{what}: no such file {path!r}") from None
     except OSError as error:  # a folder, no permission

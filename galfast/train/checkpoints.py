@@ -20,6 +20,7 @@ __all__ = [
     "check_checkpoint",
     "check_module_state",
     "check_optimizer_state",
+    "damaged_entry",
     "read_checkpoint",
     "write_checkpoint",
 ]
@@ -57,7 +58,7 @@ def read_checkpoint(path: Union[str, os.PathLike], map_location: Any) -> Any:
     its archive's checksums, raises ValueError naming the file."""
     path = os.fspath(path)
     try:
-        damaged = _damaged_entry(path)
+        damaged = damaged_entry(path)
         if damaged is None:
             return torch.load(path, map_location=map_location, weights_only=True)
     except (FileNotFoundError, IsADirectoryError, PermissionError):
@@ -79,7 +80,7 @@ def read_checkpoint(path: Union[str, os.PathLike], map_location: Any) -> Any:
     )
 
 
-def _damaged_entry(path: str) -> Optional[str]:
+def damaged_entry(path: str) -> Optional[str]:
     """The first entry of the zip archive ``path`` whose bytes fail their CRC-32, else None.
     torch.load checks no CRC, so a flipped bit in a stored tensor would load as a silently
     different weight. The check reads the file once more: 33 ms for a 100 MB checkpoint, 1.7
