@@ -33,12 +33,9 @@ def finished_record(
     graphs does not count (the same steps either way)."""
     if not path.is_file():
         return None
-    try:
-        record = json.loads(path.read_text())
-    except OSError as error:
-        raise UsageError(f"--out: cannot read the run file {path}: {error}") from None
-    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, or nested too deep
-        return _invalid(path, str(error) or type(error).__name__)
+    record, problem = _stored_json(path, "the run file")
+    if problem is not None:
+        return _invalid(path, problem)
     if not isinstance(record, dict):
         return _invalid(path, f"a JSON {type(record).__name__}, not an object")
     missing = [key for key in _RECORD_KEYS if key not in record]
@@ -66,12 +63,7 @@ def diverged_mark(run_path: Path, config: ExperimentConfig) -> Optional[str]:
     path = diverged_path(run_path)
     if not path.is_file():
         return None
-    try:
-        mark = json.loads(path.read_text())
-    except OSError as error:
-        raise UsageError(f"--out: cannot read the diverged run's mark {path}: {error}") from None
-    except (ValueError, RecursionError):
-        mark = None
+    mark, _ = _stored_json(path, "the diverged run's mark")
     if not (
         isinstance(mark, dict)
         and isinstance(mark.get("config"), dict)
@@ -80,6 +72,17 @@ def diverged_mark(run_path: Path, config: ExperimentConfig) -> Optional[str]:
         print(f"note: {path} is not a mark galfast wrote; training that run again")
         return None
     return mark["diverged"] if _same_run(mark["config"], config) else None
+
+
+def _stored_json(path: Path, what: str) -> tuple[Any, Optional[str]]:
+    """(the JSON value in ``path``, None), or (None, why it is not JSON); a file that cannot be
+    read is the user's error, naming ``what`` it is."""
+    try:
+        return json.loads(path.read_text()), None
+    except OSError as error:
+        raise UsageError(f"--out: cannot read {what} {path}: {error}") from None
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, or nested too deep
+        return None, str(error) or type(error).__name__
 
 
 def _same_run(saved: dict[str, Any], config: ExperimentConfig) -> bool:
