@@ -16,11 +16,13 @@ tuple (``static``).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Sequence
+from typing import Callable, Optional
 
 import torch
+from torch import Tensor
 
-__all__ = ["eager_function", "tracing"]
+__all__ = ["composition_grads", "eager_function", "refuse_second_derivative", "tracing"]
 
 
 def tracing() -> bool:
@@ -70,3 +72,52 @@ def eager_function(
 
     EagerOp.__name__ = EagerOp.__qualname__ = f"Eager_{forward.__name__.lstrip('_')}"
     return EagerOp
+
+
+class _DifferentiableOnce(torch.autograd.Function):
+    """Passes gradients through; differentiating them raises (see refuse_second_derivative)."""
+
+    @staticmethod
+    def forward(ctx, op: str, *grads):
+        ctx.op = op
+        return grads
+
+    @staticmethod
+    def backward(ctx, *_):
+        raise RuntimeError(
+            f"{ctx.op} is differentiable once: its backward runs kernels that record no "
+            "autograd graph, so a second derivative through it (create_graph=True, e.g. a "
+            "gradient penalty or a Hessian) is not available"
+        )
+
+
+def refuse_second_derivative(op: str, grads: tuple) -> tuple:
+    """``grads`` (a backward's results, None for inputs without one), each made to require a
+    gradient whose computation raises a RuntimeError naming ``op``. A backward under
+    ``create_graph=True`` returns these: plain kernel results would read as constants, and a
+    second derivative would silently leave out every term through the op."""
+    present = [g.detach().requires_grad_() for g in grads if g is not None]
+    with torch.enable_grad():
+        marked = iter(_DifferentiableOnce.apply(op, *present))
+    return tuple(None if g is None else next(marked) for g in grads)
+
+
+def composition_grads(
+    compose: Callable, inputs: Sequence[Optional[Tensor]], wanted: Sequence[bool], grad: Tensor
+) -> tuple[Optional[Tensor], ...]:
+    """The gradients of ``compose(*inputs)`` (an op's forward in differentiable torch ops) for
+    the ``wanted`` inputs, with a graph of their own: what a backward under
+    ``create_graph=True`` returns, where the kernels' gradients would record none. Each input
+    is read through an alias made here, so an input computed from another (GATConv's logits
+    from its features) gets its own partial derivative only: autograd.grad with respect to
+    the inputs themselves would also follow the path from one input back to the other, which
+    the outer backward follows again. Zeros for a wanted input that no output reads."""
+    with torch.enable_grad():
+        aliases = [None if t is None else t.view_as(t) for t in inputs]
+        out = compose(*aliases)
+    picked = [alias for alias, want in zip(aliases, wanted) if want]
+    grads = [None] * len(picked)
+    if picked and out.requires_grad:  # not where no output reads an input (no edges)
+        grads = torch.autograd.grad(out, picked, grad, create_graph=True, allow_unused=True)
+    grads = iter(torch.zeros_like(a) if g is None else g for a, g in zip(picked, grads))
+    return tuple(next(grads) if want else None for want in wanted)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 import torch
@@ -17,7 +18,7 @@ from galfast._dtypes import (
 )
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
-from galfast.ops._eager import eager_function, tracing
+from galfast.ops._eager import composition_grads, eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.segment_plan import num_segments, segment_plan
 
@@ -211,14 +212,20 @@ def _backward(ctx, grad_out, _grad_arg):
         col_scale,
         arg,
     ) = ctx.saved_tensors
-    grad_out = grad_out.contiguous()
     is_max = ctx.mode == _MAX
+    wanted = (ctx.needs_input_grad[12], edge_weight is not None and ctx.needs_input_grad[13])
+    if torch.is_grad_enabled():  # create_graph: the kernels' gradients would record no graph
+        structure = (rowptr, row, col, row_scale, col_scale, arg if is_max else None)
+        compose = functools.partial(_composition, *structure)
+        grads = composition_grads(compose, (x, edge_weight), wanted, grad_out)
+        return (None,) * 12 + grads + (None, None, None)
+    grad_out = grad_out.contiguous()
     eager = getattr(ctx, "eager", False)
     aggregate_kernel, edge_grad = (
         (launch_aggregate, launch_edge_grad) if eager else (_aggregate_kernel_op, _edge_grad_op)
     )
     grad_x = grad_w = None
-    if ctx.needs_input_grad[12]:
+    if wanted[0]:
         # The same kernel on the transpose: source j gathers from its targets; scales swap sides.
         grad_x, _ = aggregate_kernel(
             colptr,
@@ -234,11 +241,40 @@ def _backward(ctx, grad_out, _grad_arg):
             arg if is_max else None,
             _MASKED_SUM if is_max else _SUM,
         )
-    if edge_weight is not None and ctx.needs_input_grad[13]:
+    if wanted[1]:
         grad_w = edge_grad(
             rowptr, row, col, row_scale, col_scale, grad_out, x, arg if is_max else None
         )
     return (None,) * 12 + (grad_x, grad_w, None, None, None)
+
+
+def _composition(
+    rowptr: Tensor,
+    row: Tensor,
+    col: Tensor,
+    row_scale: Optional[Tensor],
+    col_scale: Optional[Tensor],
+    arg: Optional[Tensor],
+    x: Tensor,
+    edge_weight: Optional[Tensor],
+) -> Tensor:
+    """The kernel's output in differentiable torch ops: per row the sum of the edge terms
+    w_e x[col[e]], or with max's ``arg`` each feature's winning term (0 where a row has none)."""
+    coef = x.new_ones(col.numel()) if edge_weight is None else edge_weight
+    if row_scale is not None:
+        coef = coef * row_scale.to(x.dtype)[row]
+    if col_scale is not None:
+        coef = coef * col_scale.to(x.dtype)[col]
+    num_rows = rowptr.numel() - 1
+    if arg is None:
+        return x.new_zeros(num_rows, x.size(1)).index_add(0, row, coef.unsqueeze(1) * x[col])
+    if col.numel() == 0:
+        return x.new_zeros(num_rows, x.size(1))
+    # arg -1 (an empty row) picks an appended edge of weight 0
+    winner = torch.where(arg >= 0, arg, col.numel())
+    coef = torch.cat([coef, coef.new_zeros(1)])
+    col = torch.cat([col, col.new_zeros(1)])
+    return coef[winner] * x.gather(0, col[winner])
 
 
 _aggregate_op.register_autograd(_backward, setup_context=_setup_context)

@@ -17,7 +17,7 @@ from torch import Tensor
 from galfast._args import check_flag, check_int, check_real
 from galfast._dtypes import check_float_dtype, kernel_dtype
 from galfast._native import _C
-from galfast.ops._eager import eager_function, tracing
+from galfast.ops._eager import composition_grads, eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["batch_norm", "update_running_stats"]
@@ -115,6 +115,8 @@ def _backward(ctx, grad_y, _grad_stats):
     need_x, need_weight, need_bias = ctx.needs_input_grad[:3]
     if grad_y is None or not (need_x or need_weight or need_bias):
         return None, None, None, None
+    if torch.is_grad_enabled():  # create_graph: the kernel's gradients would record no graph
+        return (*_composition_grads(ctx, grad_y), None)
     kernel = launch_batch_norm_backward if getattr(ctx, "eager", False) else _backward_op
     grad_x, grad_weight, grad_bias = kernel(grad_y.contiguous(), x, stats, weight, ctx.eps, need_x)
     return (
@@ -123,6 +125,20 @@ def _backward(ctx, grad_y, _grad_stats):
         grad_bias if need_bias else None,
         None,
     )
+
+
+def _composition_grads(ctx, grad_y: Tensor) -> tuple[Optional[Tensor], ...]:
+    """(grad_x, grad_weight, grad_bias) of torch's batch norm, the same function, with a graph
+    of their own (a double backward: gradient penalties, Hessian-vector products). The bias
+    only shifts y, so its gradient is grad_y's column sums."""
+    x, _stats, weight = ctx.saved_tensors
+    need_x, need_weight, need_bias = ctx.needs_input_grad[:3]
+
+    def compose(x: Tensor, weight: Optional[Tensor]) -> Tensor:
+        return torch.nn.functional.batch_norm(x, None, None, weight, training=True, eps=ctx.eps)
+
+    grad_x, grad_weight = composition_grads(compose, (x, weight), (need_x, need_weight), grad_y)
+    return grad_x, grad_weight, grad_y.sum(0) if need_bias else None
 
 
 _batch_norm_op.register_autograd(_backward, setup_context=_setup_context)

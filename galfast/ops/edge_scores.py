@@ -23,7 +23,7 @@ from torch import Tensor
 
 from galfast._dtypes import CPU_DTYPES, check_float_dtype, kernel_dtype
 from galfast._native import _C
-from galfast.ops._eager import eager_function, tracing
+from galfast.ops._eager import composition_grads, eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["bilinear_edge_scores"]
@@ -141,11 +141,11 @@ def _setup(ctx, inputs, output):
 
 def _composition_grads(grad, z, src, dst, bases, coefficients, wanted):
     """The gradients of the composition with a graph of their own (a double backward)."""
-    picked = [t for t, w in zip((z, bases, coefficients), wanted) if w]
-    with torch.enable_grad():
-        scores = _composition(z, src, dst, bases, coefficients)
-        grads = iter(torch.autograd.grad(scores, picked, grad.t(), create_graph=True))
-    return tuple(next(grads) if w else None for w in wanted)
+
+    def compose(z, bases, coefficients):
+        return _composition(z, src, dst, bases, coefficients)
+
+    return composition_grads(compose, (z, bases, coefficients), wanted, grad.t())
 
 
 def _backward(ctx, grad, _grad_projected):

@@ -15,7 +15,12 @@ from galfast._args import check_int, check_real
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
-from galfast.ops._eager import eager_function, tracing
+from galfast.ops._eager import (
+    composition_grads,
+    eager_function,
+    refuse_second_derivative,
+    tracing,
+)
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["gat_aggregate"]
@@ -132,6 +137,8 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_out, _grad_lse):
+    if torch.is_grad_enabled():  # create_graph: the kernels' gradients would record no graph
+        return _double_differentiable_grads(ctx, grad_out)
     backward = launch_gat_backward if getattr(ctx, "eager", False) else _gat_backward_op
     *tensors, alpha_edge, out, lse = ctx.saved_tensors
     grad_h, grad_src, grad_dst, grad_edge = backward(
@@ -144,6 +151,53 @@ def _backward(ctx, grad_out, _grad_lse):
     )
     grad_edge = grad_edge if ctx.has_edge_term else None
     return (None,) * 6 + (grad_h, grad_src, grad_dst, grad_edge) + (None, None, None)
+
+
+def _double_differentiable_grads(ctx, grad_out: Tensor) -> tuple:
+    """The gradients with a graph of their own (a double backward: gradient penalties,
+    Hessian-vector products): those of the torch composition of the kernel without dropout;
+    with dropout, whose mask only the kernels draw, the kernels' gradients marked so that
+    differentiating them raises."""
+    if ctx.attention[1] > 0:
+        with torch.no_grad():
+            grads = _backward(ctx, grad_out, None)
+        return refuse_second_derivative("gat_aggregate with dropout > 0", grads)
+    rowptr, col, *_, h, alpha_src, alpha_dst, alpha_edge = ctx.saved_tensors[:10]
+    alpha_edge = alpha_edge if ctx.has_edge_term else None
+    inputs = (h, alpha_src, alpha_dst, alpha_edge)
+    wanted = [t is not None and need for t, need in zip(inputs, ctx.needs_input_grad[6:10])]
+
+    def compose(h, alpha_src, alpha_dst, alpha_edge):
+        return _composition(rowptr, col, h, alpha_src, alpha_dst, alpha_edge, ctx.attention[0])
+
+    grads = composition_grads(compose, inputs, wanted, grad_out)
+    return (None,) * 6 + grads + (None, None, None)
+
+
+def _composition(
+    rowptr: Tensor,
+    col: Tensor,
+    h: Tensor,
+    alpha_src: Tensor,
+    alpha_dst: Tensor,
+    alpha_edge: Optional[Tensor],
+    negative_slope: float,
+) -> Tensor:
+    """The forward without dropout in differentiable torch ops: per destination row and head,
+    the softmax over its edges of the LeakyReLU logits weighting the sources' h."""
+    num_rows = rowptr.numel() - 1
+    row = torch.repeat_interleave(torch.arange(num_rows, device=rowptr.device), rowptr.diff())
+    logits = alpha_src[col] + alpha_dst[row]
+    if alpha_edge is not None:
+        logits = logits + alpha_edge
+    logits = torch.nn.functional.leaky_relu(logits, negative_slope)
+    # Shifted by each row's largest logit (a constant of the softmax) against overflow.
+    top = logits.new_full((num_rows, h.size(1)), -torch.inf)
+    top = top.scatter_reduce(0, row.unsqueeze(1).expand_as(logits), logits.detach(), "amax")
+    weights = torch.exp(logits - top[row])
+    total = logits.new_zeros(num_rows, h.size(1)).index_add(0, row, weights)
+    attention = weights / total[row]
+    return h.new_zeros(num_rows, *h.shape[1:]).index_add(0, row, attention.unsqueeze(-1) * h[col])
 
 
 _gat_forward_op.register_autograd(_backward, setup_context=_setup_context)
