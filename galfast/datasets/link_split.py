@@ -61,6 +61,10 @@ class LinkSplit:
                 raise ValueError(
                     f"{f.name} is on {pairs.device} but the graph is on {self.graph.device}"
                 )
+            # Stored as int64: the link losses and metrics index with them, and a uint8
+            # index selects as a mask.
+            pairs = pairs.long()
+            object.__setattr__(self, f.name, pairs)
             if pairs.device.type == "meta" or not pairs.numel():
                 continue  # a meta split (shapes only) has no ids to read
             if int(pairs.min()) < 0 or int(pairs.max()) >= self.graph.num_nodes:

@@ -56,19 +56,32 @@ def check_kg_model_options(options: tuple[tuple[str, Any], ...]) -> tuple[tuple[
     setting."""
     options = tuple((key, _checked(key, plain_number(value))) for key, value in options)
     merged = {**KG_MODEL_OPTIONS, **dict(options)}
-    if merged["decoder"] == "conve" and merged["dim"] != merged["k_w"] * merged["k_h"]:
+    if merged["decoder"] == "conve":
+        _check_conve(merged)
+    return options
+
+
+def _check_conve(merged: dict[str, Any]) -> None:
+    """The settings the ConvE decoder needs together, checked now rather than when the run
+    builds the model (where they surfaced as a traceback)."""
+    if merged["dim"] != merged["k_w"] * merged["k_h"]:
         raise ValueError(
             f"the ConvE decoder needs dim = k_w * k_h, got dim={merged['dim']}, "
             f"k_w={merged['k_w']}, k_h={merged['k_h']}"
         )
+    image = (2 * merged["k_w"], merged["k_h"])
+    if merged["kernel_size"] > min(image):
+        raise ValueError(
+            f"model option kernel_size={merged['kernel_size']} does not fit the ConvE decoder's "
+            f"{image[0]} x {image[1]} image (2 k_w x k_h): use at most {min(image)}"
+        )
     # ConvE batch-normalises each batch of queries: torch refuses one query in training mode
     # ("Expected more than 1 value per channel"), at the first step of the run.
-    if merged["decoder"] == "conve" and merged["batch_size"] == 1:
+    if merged["batch_size"] == 1:
         raise ValueError(
             "model option batch_size=1: the ConvE decoder's batch norm needs at least 2 "
             "queries a batch; use a larger batch_size or decoder=distmult"
         )
-    return options
 
 
 def _checked(key: str, value: Any) -> Any:

@@ -127,6 +127,16 @@ def train(
     return z, task
 
 
+def _check_attributes(dataset: KnowledgeGraphDataset) -> None:
+    """A run hides and audits a sensitive attribute: without any (``attributes=False``) the
+    runner failed on its default attribute with a bare StopIteration."""
+    if not dataset.attributes:
+        raise ValueError(
+            f"{dataset.name} was loaded without its sensitive attributes (attributes=False): "
+            "a run needs one to hide and audit; drop the option"
+        )
+
+
 KNOWLEDGE_GRAPH = Setup(
     name="knowledge-graph",
     dataset_type=KnowledgeGraphDataset,
@@ -136,4 +146,5 @@ KNOWLEDGE_GRAPH = Setup(
     task_metric="mrr",
     train=train,
     pretrain_epochs=35,
+    check_data=_check_attributes,
 )

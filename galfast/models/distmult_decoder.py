@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from galfast._args import check_int
+from galfast._args import check_flag, check_int
 from galfast.models.kg_decoder_inputs import check_query_embeddings
 
 __all__ = ["DistMultDecoder"]
@@ -38,7 +38,8 @@ class DistMultDecoder(nn.Module):
         super().__init__()
         num_entities, dim = check_int("num_entities", num_entities, 1), check_int("dim", dim, 1)
         self.num_entities, self.dim = num_entities, dim
-        self.bias = nn.Parameter(torch.zeros(num_entities)) if bias else None
+        # bias="no" is truthy: it learned a bias.
+        self.bias = nn.Parameter(torch.zeros(num_entities)) if check_flag("bias", bias) else None
 
     def forward(self, head: Tensor, relation: Tensor, entities: Tensor) -> Tensor:
         check_query_embeddings(head, relation, entities, self.dim, self.num_entities)

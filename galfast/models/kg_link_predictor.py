@@ -43,7 +43,8 @@ class KGLinkPredictor(nn.Module):
         return self._decode(entities, relations, entity, relation)
 
     def _decode(self, entities: Tensor, relations: Tensor, entity: Tensor, relation: Tensor):
-        return self.decoder(entities[entity], relations[relation], entities)
+        # int64: a uint8 index selects as a mask, rows other than the ids.
+        return self.decoder(entities[entity.long()], relations[relation.long()], entities)
 
     def forward(self, entity: Tensor, relation: Tensor) -> Tensor:
         entities, relations = self.encoder.embed()
@@ -100,6 +101,8 @@ def _check_id_values(
 ) -> None:
     if entity.numel() == 0:
         return
+    # int64: a bound past a narrow dtype's range wraps in the comparison.
+    entity, relation = entity.long(), relation.long()
     if bool(((entity < 0) | (entity >= num_entities)).any()):
         raise ValueError(f"entity holds an id outside [0, {num_entities})")
     if bool(((relation < 0) | (relation >= num_relation_rows)).any()):

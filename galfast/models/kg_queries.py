@@ -83,8 +83,8 @@ class KGQueries:
             return
         if int(offsets[0]) != 0 or int(offsets[-1]) != answers.numel() or _falls(offsets):
             raise ValueError(f"offsets must rise from 0 to the {answers.numel()} answers")
-        self._check_ids(answer=answers)
-        self._check_ids(entity=queries[:, 0], relation=queries[:, 1])
+        self._checked_ids(answer=answers)
+        self._checked_ids(entity=queries[:, 0], relation=queries[:, 1])
         if _falls(self._keys(queries[:, 0], queries[:, 1]), strictly=True):
             raise ValueError("queries must be distinct and sorted by (entity, relation)")
 
@@ -95,11 +95,11 @@ class KGQueries:
     def _keys(self, entity: Tensor, relation: Tensor) -> Tensor:
         return entity * (2 * self.num_relations) + relation
 
-    def _check_ids(self, **ids: Tensor) -> None:
-        """Raises ValueError unless the ids are integer tensors of one shape with entities
-        (and answers) in ``[0, N)`` and relations in ``[0, 2R)``: an id out of range would
-        otherwise pack into another query's key."""
-        shape = None
+    def _checked_ids(self, **ids: Tensor) -> list[Tensor]:
+        """The ids as int64, after raising ValueError unless they are integer tensors of one
+        shape with entities (and answers) in ``[0, N)`` and relations in ``[0, 2R)``: an id
+        out of range would otherwise pack into another query's key."""
+        shape, checked = None, []
         for name, value in ids.items():
             if not isinstance(value, Tensor):
                 raise ValueError(f"{name} must be a tensor of ids, got {type(value).__name__}")
@@ -108,14 +108,19 @@ class KGQueries:
             if shape is not None and value.shape != shape:
                 raise ValueError(f"{', '.join(ids)} must have the same shape")
             shape = value.shape
+            # int64 before any arithmetic: int32 keys overflowed and found no query, and a
+            # bound past uint8's range wrapped in the comparison below.
+            value = value.long()
             bound = 2 * self.num_relations if name == "relation" else self.num_entities
             if value.numel() and bool(((value < 0) | (value >= bound)).any()):
                 note = " (relations and their inverses, 2R)" if name == "relation" else ""
                 raise ValueError(f"{name} holds an id outside [0, {bound}){note}")
+            checked.append(value)
+        return checked
 
     def find(self, entity: Tensor, relation: Tensor) -> Tensor:
         """``[B]`` query index of each ``(entity[i], relation[i])``, -1 where it has no answer."""
-        self._check_ids(entity=entity, relation=relation)
+        entity, relation = self._checked_ids(entity=entity, relation=relation)
         keys = self._keys(self.queries[:, 0], self.queries[:, 1])
         wanted = self._keys(entity.to(keys.device), relation.to(keys.device))
         if keys.numel() == 0:
@@ -125,7 +130,9 @@ class KGQueries:
 
     def contains(self, entity: Tensor, relation: Tensor, answer: Tensor) -> Tensor:
         """``[B]`` bool: whether ``answer[i]`` is a known answer of ``(entity[i], relation[i])``."""
-        self._check_ids(entity=entity, relation=relation, answer=answer)
+        entity, relation, answer = self._checked_ids(
+            entity=entity, relation=relation, answer=answer
+        )
         counts = self.offsets.diff()
         query_keys = self._keys(self.queries[:, 0], self.queries[:, 1])
         pair_keys = torch.repeat_interleave(query_keys, counts) * self.num_entities + self.answers
@@ -142,6 +149,7 @@ class KGQueries:
             raise ValueError(f"index must be a [B] tensor, got {getattr(index, 'shape', None)}")
         if not holds_integers(index):
             raise ValueError(f"index must hold integer query indices, got {index.dtype}")
+        index = index.long()  # a uint8 index would select as a mask
         # Values are checked on the CPU only: OneToNBatches calls this per training step.
         if index.device.type == "cpu" and index.numel():
             if bool(((index < -1) | (index >= self.num_queries)).any()):

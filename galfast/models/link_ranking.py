@@ -60,6 +60,8 @@ def filtered_ranks(
         raise ValueError("scores must have at least one entity column, got [B, 0]")
     if not holds_integers(answers):
         raise ValueError(f"answers must be integer entity ids, got {answers.dtype}")
+    # int64: a uint8 index selects as a mask, and a narrow dtype wraps the bound below.
+    answers = answers.long()
     if answers.numel() and bool(((answers < 0) | (answers >= scores.size(1))).any()):
         raise ValueError(f"answers hold an entity id outside [0, {scores.size(1)})")
     if known is not None and (known.shape != scores.shape or known.dtype != torch.bool):

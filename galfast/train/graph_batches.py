@@ -224,7 +224,8 @@ class GraphBatches:
         return -(-self.index.numel() // size)
 
     def set_epoch(self, epoch: int) -> None:
-        """With a `seed`: the next iteration draws epoch `epoch`'s order (to resume)."""
+        """With a `seed`: the next iteration draws epoch `epoch`'s order (``GALTrainer.fit``
+        calls it with its own epoch before each one, so a resumed run replays its orders)."""
         self.epoch = int(epoch)
 
     def _generator(self) -> Optional[torch.Generator]:

@@ -11,7 +11,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from galfast._args import check_flag
+from galfast._args import check_flag, check_int
 from galfast.gal.seeding import check_seed, derive_seed, seeded_generator
 from galfast.models.kg_queries import KGQueries
 from galfast.train.batch_indices import check_batch_size
@@ -55,6 +55,8 @@ class OneToNBatches:
             machine and run.
 
     Iterating starts the next epoch (0, 1, ...); :meth:`epoch` gives any epoch directly.
+    ``GALTrainer.fit`` calls :meth:`set_epoch` with its own epoch before each one, so a run
+    resumed from a checkpoint with fresh batches draws the orders of the uninterrupted run.
 
     Example:
         >>> batches = OneToNBatches(kg_queries(ds.train, ds.num_entities, ds.num_relations),
@@ -111,6 +113,10 @@ class OneToNBatches:
             return torch.randperm(count)
         generator = seeded_generator(derive_seed(self.seed, "kg_query_order", epoch))
         return torch.randperm(count, generator=generator)
+
+    def set_epoch(self, epoch: int) -> None:
+        """The next iteration draws epoch `epoch`'s order (as ``GraphBatches.set_epoch``)."""
+        self._next_epoch = check_int("epoch", epoch, 0)
 
     def epoch(self, epoch: int) -> Iterator[OneToNBatch]:
         """The batches of epoch `epoch` (with ``seed=None``: drawn from the global generator)."""

@@ -543,6 +543,10 @@ class GALTrainer(SampledSteps):
         # Once per epoch, not per step: only callbacks and embed() (which restores the mode)
         # run between steps, and Module.train() walks every submodule.
         self._set_train_mode()
+        # Batches with an order of their own per epoch draw this epoch's: a resumed run (fresh
+        # batches, counting from 0) then replays the uninterrupted run's orders.
+        if callable(getattr(task_batches, "set_epoch", None)):
+            task_batches.set_epoch(self.epoch)
         # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
         # by (seed, epoch): an epoch replays identically after a resume.
         epoch_seed = derive_seed(self.settings.seed, "epoch", self.epoch)
