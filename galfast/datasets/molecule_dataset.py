@@ -10,6 +10,7 @@ import torch
 from torch import Tensor
 
 from galfast._args import check_int
+from galfast._dtypes import holds_integers
 from galfast._versions import check_unedited, tensor_versions
 from galfast.datasets._common import to_device
 from galfast.datasets.molecule_batch import MoleculeBatch, ranges
@@ -25,6 +26,39 @@ def _check_ptr(name: str, ptr: Tensor, total: int) -> None:
         raise ValueError(f"{name} must be a non-empty 1-D int64 tensor of offsets")
     if int(ptr[0]) != 0 or int(ptr[-1]) != total or bool((ptr.diff() < 0).any()):
         raise ValueError(f"{name} must rise from 0 to {total} without decreasing")
+
+
+_TENSORS = ("x", "z", "pos", "edge_index", "edge_attr", "node_ptr", "edge_ptr", "y", "ids")
+
+
+def _check_tensors(dataset: MoleculeDataset) -> None:
+    # Else a list or an array fails deep inside as an AttributeError that names no field.
+    for name in _TENSORS:
+        value = getattr(dataset, name)
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+    if not holds_integers(dataset.edge_index):  # float ids failed only in batch()'s bincount
+        raise ValueError(
+            f"edge_index must hold integer atom indices, got {dataset.edge_index.dtype}"
+        )
+
+
+def _check_edge_order(edge_index: Tensor, node_ptr: Tensor, edge_molecule: Tensor) -> None:
+    """Refuses edges not sorted by (target, source) within each molecule: a batch's CSR takes
+    that order as it is, so another order would give a wrong graph (edges moved to other
+    atoms) and misaligned edge features."""
+    # Molecules own ascending atom ranges, so per-molecule order is global order of these keys.
+    source, target = edge_index.long()  # int32 ids would overflow the keys
+    target = target + node_ptr[edge_molecule]
+    width = max(int(node_ptr.diff().max()), 1)
+    unsorted = (target * width + source).diff() < 0
+    if bool(unsorted.any()):
+        column = int(unsorted.nonzero()[0]) + 1
+        raise ValueError(
+            f"edge_index must be sorted by target, then source, within each molecule; column "
+            f"{column} (0-based, of molecule {int(edge_molecule[column])}) breaks it. Sort the "
+            "columns (and edge_attr's rows with them) by (molecule, target, source)"
+        )
 
 
 def _indices(indices: Any, g: int) -> Tensor:
@@ -103,13 +137,14 @@ class MoleculeDataset:
     notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        _check_tensors(self)
+        if self.edge_index.dim() != 2 or self.edge_index.size(0) != 2:
+            raise ValueError("edge_index must have shape [2, E]")
         n, e, g = self.x.size(0), self.edge_index.size(-1), self.node_ptr.numel() - 1
         _check_ptr("node_ptr", self.node_ptr, n)
         _check_ptr("edge_ptr", self.edge_ptr, e)
         if self.x.dim() != 2 or self.z.shape != (n,) or self.pos.shape != (n, 3):
             raise ValueError(f"x, z and pos must have {n} rows ([N, F], [N], [N, 3])")
-        if self.edge_index.dim() != 2 or self.edge_index.size(0) != 2:
-            raise ValueError("edge_index must have shape [2, E]")
         if self.edge_attr.dim() != 2 or self.edge_attr.size(0) != e:
             raise ValueError(f"edge_attr must have shape [{e}, D]")
         if self.edge_ptr.numel() != g + 1 or self.y.dim() != 2 or self.y.size(0) != g:
@@ -122,9 +157,11 @@ class MoleculeDataset:
             if values.shape != (g,) or not values.is_floating_point():
                 raise ValueError(f"attribute {key!r} must be a float tensor of shape [{g}]")
         if self.edge_index.device.type == "cpu" and e:
-            sizes = (self.node_ptr.diff())[self._edge_molecule()]
+            edge_molecule = self._edge_molecule()
+            sizes = (self.node_ptr.diff())[edge_molecule]
             if bool(((self.edge_index < 0) | (self.edge_index >= sizes)).any()):
                 raise ValueError("edge_index holds an atom index outside its molecule")
+            _check_edge_order(self.edge_index, self.node_ptr, edge_molecule)
         # The structure checked above, as of now: an in-place edit afterwards (which could
         # make an edge cross molecules or an offset run past the arrays) is refused by
         # check_unmodified() instead of giving wrong batches.

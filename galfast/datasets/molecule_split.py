@@ -49,6 +49,18 @@ def paper_split(
     return order[num_test + num_val :], val, test
 
 
+def _check_finite(rows: Tensor, index: Tensor) -> None:
+    """One NaN or infinite target made the statistics NaN, and so every normalised target."""
+    finite = torch.isfinite(rows).reshape(rows.size(0), -1).all(1)
+    if not bool(finite.all()):
+        position = int((~finite).nonzero()[0])
+        row = int(index.nonzero()[position]) if index.dtype == torch.bool else int(index[position])
+        raise ValueError(
+            f"y row {row} holds a NaN or infinite target: drop it from index (or fill it) "
+            "before taking the statistics"
+        )
+
+
 def target_statistics(y: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
     """Mean and (unbiased) standard deviation of the rows ``y[index]``, per column: pass the
     training indices so no validation or test target leaks into the normalisation. (PyG's
@@ -74,6 +86,7 @@ def target_statistics(y: Tensor, index: Tensor) -> tuple[Tensor, Tensor]:
     rows = y[index].to(torch.float64)
     if rows.size(0) < 2:  # counted after a bool mask selects its rows (one row: a NaN std)
         raise ValueError("target statistics need at least two molecules")
+    _check_finite(rows, index)
     # Integer targets get float statistics: cast back they were truncated (std 0 or 1).
     dtype = y.dtype if y.is_floating_point() else torch.get_default_dtype()
     return rows.mean(0).to(dtype), rows.std(0).to(dtype)

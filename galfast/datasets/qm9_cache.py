@@ -5,7 +5,7 @@ rebuilt from it on load (a second), so changing them needs no reprocessing."""
 from __future__ import annotations
 
 import os
-import tempfile
+import secrets
 import zipfile
 from pathlib import Path
 from typing import Optional
@@ -28,10 +28,17 @@ def cache_path(folder: Path, source: str) -> Path:
     return folder / f"qm9_{source}_v{CACHE_VERSION}.npz"
 
 
+def _new_partial(path: Path) -> Path:
+    """A new empty file next to `path`, with the mode open() gives (0666 less the umask): the
+    0600 of tempfile.mkstemp kept other users of a shared data folder from reading the cache."""
+    partial = path.with_name(f".{path.name}.{secrets.token_hex(8)}.npz")
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    return partial
+
+
 def save_cache(path: Path, molecules: RawMolecules, notes: tuple[str, ...]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".npz")
-    os.close(handle)
+    partial = _new_partial(path)
     try:
         np.savez(
             partial,

@@ -63,6 +63,17 @@ def _download_canonical(folder: Path, opener: Callable[..., object]) -> Path:
     raw = folder / "raw"
     archive = fetch(RESOURCES[0], raw, opener=opener)
     fetch(RESOURCES[1], raw, opener=opener)
+    try:
+        _extract(archive, raw)
+    except (zipfile.BadZipFile, KeyError) as error:  # a damaged or another archive
+        raise ValueError(
+            f"{archive}: not MoleculeNet's qm9.zip with {' and '.join(RAW_FILES[:2])} "
+            f"({error}); delete it to download it again"
+        ) from None
+    return raw
+
+
+def _extract(archive: Path, raw: Path) -> None:
     with zipfile.ZipFile(archive) as zipped:
         for name in RAW_FILES[:2]:
             if not (raw / name).is_file():
@@ -71,7 +82,6 @@ def _download_canonical(folder: Path, opener: Callable[..., object]) -> Path:
                     while chunk := source.read(1 << 20):
                         target.write(chunk)
                 os.replace(partial, raw / name)
-    return raw
 
 
 def _qm9pack_notes(how: dict[int, int]) -> tuple[str, ...]:

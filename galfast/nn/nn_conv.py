@@ -128,6 +128,9 @@ class NNConv(Unscriptable):
         split = split_last_linear(self.nn)
         if split is not None and self.aggr != "max" and self.in_channels > 0:
             prefix, last = split
+            # The kernel would read a wider last layer as more output channels (PyG fails).
+            if last.out_features != self.in_channels * self.out_channels:
+                raise self._edge_network_error(f"{last.out_features} values per edge")
             hidden = edge_attr
             for module in prefix:
                 hidden = module(hidden)
@@ -139,8 +142,18 @@ class NNConv(Unscriptable):
             out = out + self.lin(x)
         return out if self.bias is None else out + self.bias
 
+    def _edge_network_error(self, output: str) -> ValueError:
+        return ValueError(
+            f"nn gives {output}, but NNConv({self.in_channels}, {self.out_channels}) needs "
+            f"in_channels * out_channels = {self.in_channels * self.out_channels} per edge"
+        )
+
     def _messages(self, edge_attr: Tensor, x_src: Tensor) -> Tensor:
-        theta = self.nn(edge_attr).view(-1, self.in_channels, self.out_channels)
+        theta = self.nn(edge_attr)
+        edges = x_src.size(0)
+        if theta.numel() != edges * self.in_channels * self.out_channels:
+            raise self._edge_network_error(f"shape {list(theta.shape)} for {edges} edges")
+        theta = theta.view(-1, self.in_channels, self.out_channels)
         return torch.bmm(x_src.unsqueeze(1), theta).squeeze(1)
 
     def _materialised(self, graph: Graph, x: Tensor, edge_attr: Tensor) -> Tensor:
