@@ -10,12 +10,15 @@ import torch
 from torch.autograd import gradgradcheck
 
 from galfast import Graph
+from galfast.nn import NNConv
 from galfast.ops import (
     aggregate,
     batch_norm,
     bilinear_edge_scores,
     block_aggregate,
+    compgcn_aggregate,
     gat_aggregate,
+    nnconv_aggregate,
     sample_neighbors,
 )
 
@@ -206,3 +209,81 @@ def test_edge_scores_penalty_with_inputs_computed_from_each_other():
     expected = _penalty_grads(layer(_torch_bilinear_scores), [lin, bases], x)
     for got, want in zip(fused, expected):
         torch.testing.assert_close(got, want)
+
+
+def _typed_graph() -> Graph:
+    edge_type = torch.tensor([0, 1, 2, 0, 1, 1, 2])  # relation 3 unused
+    return Graph.from_edge_index(EDGES, num_nodes=NUM_NODES, edge_type=edge_type)
+
+
+@pytest.mark.parametrize("composition", ["sub", "mult", "corr"])
+@pytest.mark.parametrize("norm", [None, "gcn"])
+def test_compgcn_aggregate_gradgradcheck(composition, norm):
+    graph = _typed_graph()
+    x = torch.randn(NUM_NODES, 4, dtype=torch.float64, generator=_gen(3), requires_grad=True)
+    rel = torch.randn(4, 4, dtype=torch.float64, generator=_gen(4), requires_grad=True)
+    weight = torch.rand(graph.num_edges, dtype=torch.float64, generator=_gen(5))
+
+    def op(x, rel):
+        return compgcn_aggregate(graph, x, rel, weight, composition=composition, norm=norm)
+
+    assert gradgradcheck(op, (x, rel))
+
+
+def _dense_compgcn(graph: Graph, x, rel, composition: str):
+    source, relation = x[graph.col], rel[graph.edge_type]
+    if composition == "corr":  # (x * z)_k = sum_l x_l z_(l + k) mod F
+        shifts = torch.stack([relation.roll(-k, 1) for k in range(x.size(1))], 1)
+        messages = (source.unsqueeze(1) * shifts).sum(2)
+    else:
+        messages = source - relation if composition == "sub" else source * relation
+    return x.new_zeros(graph.num_nodes, x.size(1)).index_add(0, graph.row, messages)
+
+
+@pytest.mark.parametrize("composition", ["sub", "mult", "corr"])
+def test_compgcn_aggregate_gradient_penalty_matches_torch(composition):
+    # The relation embeddings come from the features' parameters too (CompGCN updates both).
+    graph = _typed_graph()
+    lin = torch.randn(3, 4, dtype=torch.float64, generator=_gen(6), requires_grad=True)
+    x = torch.randn(NUM_NODES, 3, dtype=torch.float64, generator=_gen(7))
+
+    def layer(fn):
+        def run(x):
+            h = x @ lin
+            return fn(graph, h, h[:4] * 0.5, composition)
+
+        return run
+
+    def fused(graph, h, rel, composition):
+        return compgcn_aggregate(graph, h, rel, composition=composition)
+
+    got = _penalty_grads(layer(fused), [lin], x)
+    want = _penalty_grads(layer(_dense_compgcn), [lin], x)
+    torch.testing.assert_close(got, want)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "mean"])
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_nnconv_aggregate_gradgradcheck(reduce, with_bias):
+    graph = _graph()
+    x = torch.randn(NUM_NODES, 2, dtype=torch.float64, generator=_gen(8), requires_grad=True)
+    h = torch.randn(graph.num_edges, 3, dtype=torch.float64, generator=_gen(9), requires_grad=True)
+    weight = torch.randn(4, 3, dtype=torch.float64, generator=_gen(10), requires_grad=True)
+    bias = torch.randn(4, dtype=torch.float64, generator=_gen(11), requires_grad=True)
+    inputs = (x, h, weight, bias) if with_bias else (x, h, weight)
+    assert gradgradcheck(lambda *t: nnconv_aggregate(graph, *t, reduce=reduce), inputs)
+
+
+def test_nnconv_layer_gradient_penalty_matches_pyg():
+    pyg_nn = pytest.importorskip("torch_geometric.nn")
+    torch.manual_seed(0)
+    edge_net = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 6))
+    ours = NNConv(2, 3, edge_net, aggr="mean").double()
+    theirs = pyg_nn.NNConv(2, 3, edge_net, aggr="mean").double()
+    theirs.load_state_dict(ours.state_dict())
+    edge_attr = torch.randn(EDGES.size(1), 2, dtype=torch.float64, generator=_gen(12))
+    x = torch.randn(NUM_NODES, 2, dtype=torch.float64, generator=_gen(13))
+    params = list(ours.parameters())
+    got = _penalty_grads(lambda x: ours(x, EDGES, edge_attr), params, x)
+    want = _penalty_grads(lambda x: theirs(x, EDGES, edge_attr), list(theirs.parameters()), x)
+    torch.testing.assert_close(got, want)

@@ -8,6 +8,7 @@ gives the result (the sum over edges commutes with the inverse transform)."""
 
 from __future__ import annotations
 
+import functools
 from typing import NamedTuple, Optional
 
 import torch
@@ -17,7 +18,7 @@ from galfast._args import check_choice
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
-from galfast.ops._eager import eager_function, tracing
+from galfast.ops._eager import composition_grads, eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.aggregate import check_edge_weight, weight_like
 
@@ -147,9 +148,9 @@ def _setup_context(ctx, inputs, output):
 
 def _backward(ctx, grad_out):
     (
-        _rowptr,
-        _col,
-        _edge_type,
+        rowptr,
+        col,
+        edge_type,
         colptr,
         csc_row,
         csc_type,
@@ -159,12 +160,17 @@ def _backward(ctx, grad_out):
         rel_col,
         x,
         rel,
-        _weight,
+        weight,
         csc_weight,
         rel_weight,
         row_scale,
         col_scale,
     ) = ctx.saved_tensors
+    if torch.is_grad_enabled():  # create_graph: the kernels' gradients would record no graph
+        structure = (rowptr, col, edge_type, weight, row_scale, col_scale, ctx.op)
+        compose = functools.partial(_composition, *structure)
+        grads = composition_grads(compose, (x, rel), ctx.needs_input_grad[10:12], grad_out)
+        return (None,) * 10 + grads + (None,) * 6
     grad_out = grad_out.contiguous()
     eager = getattr(ctx, "eager", False)
     aggregate_kernel, rel_grad = (
@@ -202,6 +208,38 @@ def _backward(ctx, grad_out):
             ctx.op,
         )
     return (None,) * 10 + (grad_x, grad_rel) + (None,) * 6
+
+
+def _composition(
+    rowptr: Tensor,
+    col: Tensor,
+    edge_type: Tensor,
+    weight: Optional[Tensor],
+    row_scale: Optional[Tensor],
+    col_scale: Optional[Tensor],
+    op: int,
+    x: Tensor,
+    rel: Tensor,
+) -> Tensor:
+    """The kernel's output in differentiable torch ops (a double backward): per row the sum of
+    w_e phi(x[col[e]], rel[edge_type[e]]), phi of corr on (re, im) pairs of the spectra,
+    conj(x) * rel."""
+    num_rows = rowptr.numel() - 1
+    row = torch.repeat_interleave(torch.arange(num_rows, device=rowptr.device), rowptr.diff())
+    source, relation = x[col], rel[edge_type]
+    if op == _SUB:
+        messages = source - relation
+    elif op == _MULT:
+        messages = source * relation
+    else:
+        a, b = source.unflatten(1, (-1, 2)).unbind(2), relation.unflatten(1, (-1, 2)).unbind(2)
+        real, imag = a[0] * b[0] + a[1] * b[1], a[0] * b[1] - a[1] * b[0]
+        messages = torch.stack([real, imag], 2).flatten(1)
+    coef = x.new_ones(col.numel()) if weight is None else weight.to(x.dtype)
+    for scale, index in ((row_scale, row), (col_scale, col)):
+        if scale is not None:
+            coef = coef * scale.to(x.dtype)[index]
+    return x.new_zeros(num_rows, x.size(1)).index_add(0, row, coef.unsqueeze(1) * messages)
 
 
 _compgcn_op.register_autograd(_backward, setup_context=_setup_context)

@@ -11,6 +11,7 @@ and the backward recomputes S instead of keeping it."""
 
 from __future__ import annotations
 
+import functools
 from typing import Optional
 
 import torch
@@ -20,7 +21,7 @@ from galfast._args import check_choice
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
-from galfast.ops._eager import eager_function, tracing
+from galfast.ops._eager import composition_grads, eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["nnconv_aggregate"]
@@ -305,6 +306,12 @@ def _setup_context(ctx, inputs, output):
 
 
 def _backward(ctx, grad_out, _grad_a):
+    if torch.is_grad_enabled():  # create_graph: the kernels' gradients would record no graph
+        rowptr, col, _, _, x, h, weight, bias, row_scale, _ = ctx.saved_tensors
+        compose = functools.partial(_composition, rowptr, col, row_scale)
+        wanted = ctx.needs_input_grad[4:7] + (ctx.has_bias and ctx.needs_input_grad[7],)
+        grads = composition_grads(compose, (x, h, weight, bias), wanted, grad_out)
+        return (None,) * 4 + grads + (None,)
     backward = _nnconv_backward if getattr(ctx, "eager", False) else _nnconv_backward_op
     grad_x, grad_h, grad_weight, grad_bias = backward(*ctx.saved_tensors, grad_out.contiguous())
     return (None,) * 4 + (
@@ -314,6 +321,26 @@ def _backward(ctx, grad_out, _grad_a):
         grad_bias if ctx.has_bias else None,
         None,
     )
+
+
+def _composition(
+    rowptr: Tensor,
+    col: Tensor,
+    row_scale: Optional[Tensor],
+    x: Tensor,
+    h: Tensor,
+    weight: Tensor,
+    bias: Optional[Tensor],
+) -> Tensor:
+    """The op's output in differentiable torch ops, with each edge's [F_in, F_out] matrix
+    built (a double backward only): out_v = sum_e w_e x_u reshape(W h_e + b)."""
+    num_rows, in_features = rowptr.numel() - 1, x.size(1)
+    row = torch.repeat_interleave(torch.arange(num_rows, device=rowptr.device), rowptr.diff())
+    theta = torch.nn.functional.linear(h, weight, bias).view(col.numel(), in_features, -1)
+    messages = torch.bmm(x[col].unsqueeze(1), theta).squeeze(1)
+    if row_scale is not None:
+        messages = messages * row_scale.to(x.dtype)[row].unsqueeze(1)
+    return messages.new_zeros(num_rows, messages.size(1)).index_add(0, row, messages)
 
 
 _nnconv_op.register_autograd(_backward, setup_context=_setup_context)
