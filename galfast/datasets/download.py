@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import tempfile
 import urllib.request
@@ -35,6 +36,7 @@ __all__ = [
     "data_dir",
     "extract_zip",
     "fetch",
+    "new_partial",
     "verify_file",
 ]
 
@@ -118,6 +120,15 @@ def check_opener(opener: Any) -> Callable[..., object]:
     return opener
 
 
+def new_partial(target: Path, suffix: str) -> Path:
+    """A new empty file next to `target`, to be renamed onto it once complete, with the mode
+    open() gives (0666 less the umask): the 0600 of tempfile.mkstemp kept other users of a
+    shared data folder from reading the files written through it."""
+    partial = target.with_name(f".{target.name}.{secrets.token_hex(8)}{suffix}")
+    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+    return partial
+
+
 def _pin_path(target: Path) -> Path:
     return target.with_name(target.name + ".sha256")
 
@@ -177,12 +188,10 @@ def fetch(
         return target
     directory.mkdir(parents=True, exist_ok=True)
     expected = _expected_sha256(resource, target)
-    handle, partial = tempfile.mkstemp(
-        dir=directory, prefix=f".{resource.filename}.", suffix=".part"
-    )
+    partial = new_partial(target, ".part")
     try:
         digest = hashlib.sha256()
-        with os.fdopen(handle, "wb") as out, opener(resource.url, timeout=_TIMEOUT_S) as response:
+        with open(partial, "wb") as out, opener(resource.url, timeout=_TIMEOUT_S) as response:
             length = response.headers.get("Content-Length")
             with tqdm(
                 total=int(length) if length else None,

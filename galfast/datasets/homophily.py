@@ -52,5 +52,8 @@ def edge_homophily(edge_index: Tensor, labels: Tensor) -> float:
         raise ValueError(
             f"edge_index holds {bad}, which is not a node of labels ({labels.numel()} nodes)"
         )
+    # As int64: a uint8 edge_index indexed as a boolean mask (silently, when E == N), int8
+    # and int16 ones failed in torch's indexing.
+    edge_index = edge_index.long()
     same = labels[edge_index[0]] == labels[edge_index[1]]
     return float(same.to(torch.float64).mean())

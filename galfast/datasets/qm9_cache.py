@@ -5,13 +5,13 @@ rebuilt from it on load (a second), so changing them needs no reprocessing."""
 from __future__ import annotations
 
 import os
-import secrets
 import zipfile
 from pathlib import Path
 from typing import Optional
 
 import numpy as np
 
+from galfast.datasets.download import new_partial
 from galfast.datasets.qm9_features import RawMolecules, check_molecules
 
 __all__ = ["CACHE_VERSION", "cache_path", "load_cache", "save_cache"]
@@ -28,17 +28,9 @@ def cache_path(folder: Path, source: str) -> Path:
     return folder / f"qm9_{source}_v{CACHE_VERSION}.npz"
 
 
-def _new_partial(path: Path) -> Path:
-    """A new empty file next to `path`, with the mode open() gives (0666 less the umask): the
-    0600 of tempfile.mkstemp kept other users of a shared data folder from reading the cache."""
-    partial = path.with_name(f".{path.name}.{secrets.token_hex(8)}.npz")
-    os.close(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    return partial
-
-
 def save_cache(path: Path, molecules: RawMolecules, notes: tuple[str, ...]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    partial = _new_partial(path)
+    partial = new_partial(path, ".npz")  # np.savez adds .npz to a name without it
     try:
         np.savez(
             partial,

@@ -146,9 +146,17 @@ def build_rating_dataset(
 ) -> RatingDataset:
     """Assembles a :class:`RatingDataset` from 0-based user / movie indices per rating.
 
-    Raises ValueError when a rating is outside ``1..5`` or an index is out of range.
+    Raises ValueError when a rating is not a whole star in ``1..5``, an index is out of range
+    or the three arrays differ in length.
     """
-    rating = np.asarray(rating, dtype=np.int64)
+    user_index = _integer_column(name, "user_index", user_index)
+    movie_index = _integer_column(name, "movie_index", movie_index)
+    rating = _star_column(name, rating)
+    if not user_index.size == movie_index.size == rating.size:
+        raise ValueError(
+            f"{name}: user_index, movie_index and rating hold {user_index.size}, "
+            f"{movie_index.size} and {rating.size} entries: one each per rating"
+        )
     if rating.size and not (rating.min() >= 1 and rating.max() <= NUM_RATING_LEVELS):
         bad = rating[(rating < 1) | (rating > NUM_RATING_LEVELS)][0]
         raise ValueError(f"{name}: rating {bad} is outside 1..{NUM_RATING_LEVELS}")
@@ -158,9 +166,7 @@ def build_rating_dataset(
     ):
         if index.size and not (index.min() >= 0 and index.max() < bound):
             raise ValueError(f"{name}: a {label} index lies outside [0, {bound})")
-    ratings = torch.from_numpy(
-        np.stack([user_index, movie_index + num_users, rating], axis=1).astype(np.int64)
-    )
+    ratings = torch.from_numpy(np.stack([user_index, movie_index + num_users, rating], axis=1))
     train_idx, test_idx = split_ratings(len(rating), test_fraction, seed)
     train = ratings[train_idx]
     graph = rating_graph(train[:, :2], train[:, 2] - 1, num_users, num_movies)
@@ -183,3 +189,29 @@ def build_rating_dataset(
         license=license,
         notes=notes,
     )
+
+
+def _integer_column(name: str, label: str, values: Any) -> np.ndarray:
+    """``values`` as a 1-D int64 array, refused unless it holds integers: a narrow type
+    (uint8) wrapped around when the movie indices were offset by the user count, so a movie
+    became a user node."""
+    array = np.asarray(values)
+    if array.ndim != 1 or not (array.size == 0 or np.issubdtype(array.dtype, np.integer)):
+        raise ValueError(
+            f"{name}: {label} must be a 1-D array of integers, got {array.dtype} of "
+            f"shape {list(array.shape)}"
+        )
+    return array.astype(np.int64)
+
+
+def _star_column(name: str, rating: Any) -> np.ndarray:
+    """The ratings as int64 stars; a float rating must be a whole number (4.5 was cut to 4)."""
+    array = np.asarray(rating)
+    if array.ndim == 1 and array.dtype.kind == "f":
+        bad = array[~(np.isfinite(array) & (array == np.floor(array)))]
+        if bad.size:
+            raise ValueError(
+                f"{name}: rating {bad[0]} is not a whole number of stars 1..{NUM_RATING_LEVELS}"
+            )
+        return array.astype(np.int64)
+    return _integer_column(name, "rating", array)

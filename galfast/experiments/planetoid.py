@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from galfast._dtypes import holds_integers
 from galfast.datasets import GraphDataset
 from galfast.experiments.config import ExperimentConfig
 from galfast.experiments.encoders import make_encoder
@@ -24,10 +25,12 @@ __all__ = ["PLANETOID", "link_auc"]
 
 
 def link_auc(z: Tensor, pos: Tensor, neg: Tensor) -> float:
-    """ROC-AUC of dot-product scores separating the ``pos`` edges from the ``neg`` ones; NaN
-    when a score is not finite (a diverged encoder, which the runner reports)."""
+    """ROC-AUC of dot-product scores separating the ``pos`` edges from the ``neg`` ones (each
+    ``[2, E]`` node ids into the rows of ``z``, ``E >= 1``); NaN when a score is not finite (a
+    diverged encoder, which the runner reports)."""
     from sklearn.metrics import roc_auc_score  # scikit-learn loads only when it is needed
 
+    pos, neg = (_node_pairs(name, e, z.size(0)) for name, e in (("pos", pos), ("neg", neg)))
     pairs = torch.cat([pos, neg], dim=1).to(z.device)
     # In float64: the products of large but finite float32 embeddings stay finite.
     scores = (z[pairs[0]].double() * z[pairs[1]].double()).sum(-1).cpu().numpy()
@@ -35,6 +38,23 @@ def link_auc(z: Tensor, pos: Tensor, neg: Tensor) -> float:
         return float("nan")
     labels = np.concatenate([np.ones(pos.size(1)), np.zeros(neg.size(1))])
     return float(roc_auc_score(labels, scores))
+
+
+def _node_pairs(name: str, pairs: Tensor, num_nodes: int) -> Tensor:
+    """``pairs`` as int64 ``[2, E]`` ids of ``num_nodes`` nodes. Unchecked, ``[E, 2]`` pairs
+    were scored column by column, a negative id read a row from the end and uint8 ids
+    indexed as a mask: an AUC of other pairs, without an error."""
+    if not (isinstance(pairs, Tensor) and pairs.dim() == 2 and pairs.size(0) == 2):
+        shape = list(pairs.shape) if isinstance(pairs, Tensor) else type(pairs).__name__
+        raise ValueError(f"{name} must be a [2, E] tensor of node pairs, got {shape}")
+    if not holds_integers(pairs) or pairs.size(1) == 0:
+        raise ValueError(f"{name} must hold at least one pair of integer node ids")
+    pairs = pairs.long()
+    low, high = (int(v) for v in torch.aminmax(pairs))
+    if low < 0 or high >= num_nodes:
+        bad = low if low < 0 else high
+        raise ValueError(f"{name} holds node {bad}, outside the {num_nodes} rows of z")
+    return pairs
 
 
 def train(

@@ -144,8 +144,8 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
 
     Raises:
         DatasetNotFoundError: the dataset is neither on disk nor downloadable.
-        ConfigError: the dataset lacks an attribute ``cfg.attribute`` names, or its split
-            leaves nothing to train on or to score (an empty test split).
+        ConfigError: the dataset lacks an attribute ``cfg.attribute`` names (or has none),
+            or its split leaves nothing to train on or to score (an empty test split).
         ValueError, OSError: a dataset file is malformed or unreadable, or a loader option
             has a bad value (the message says which).
     """
@@ -156,14 +156,9 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
             setup.check_data(dataset)
         except ValueError as error:
             raise ConfigError("dataset_options", str(error)) from None
-    default_attribute = setup.attribute
-    if default_attribute not in dataset.attributes:
-        default_attribute = next(iter(dataset.attributes))
+    names = cfg.attribute_names or (_default_attribute(dataset, setup),)
     try:
-        attributes = tuple(
-            sensitive_attribute(dataset, name)
-            for name in cfg.attribute_names or (default_attribute,)
-        )
+        attributes = tuple(sensitive_attribute(dataset, name) for name in names)
     except ValueError as error:
         raise ConfigError("attribute", str(error)) from None
     epochs = setup.epochs if cfg.epochs is None else cfg.epochs
@@ -179,6 +174,15 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
         pretrain_epochs=pretrain,
         attacks=attacks,
     )
+
+
+def _default_attribute(dataset: Any, setup: Setup) -> str:
+    """The setup's sensitive attribute, else the dataset's first."""
+    if setup.attribute in dataset.attributes:
+        return setup.attribute
+    if not dataset.attributes:  # next(iter(...)) raised a bare StopIteration
+        raise ConfigError("dataset", f"{dataset.name} has no attribute to hide from the adversary")
+    return next(iter(dataset.attributes))
 
 
 def check_defence(cfg: ExperimentConfig, prepared: Prepared) -> None:
