@@ -133,3 +133,30 @@ def test_link_prediction_pipeline_in_miniature():
         graph, LinkBatches(edges, 50, negatives=2), label, epochs=3, x=x, progress=False
     )
     assert history[-1]["adv_steps"] == 1 and "adv_loss/class" in history[-1]
+
+
+def _rating_trainer(num_levels: int = 5) -> GALTrainer:
+    encoder = EmbeddingEncoder(10, 4, [_MeanConv(4)])
+    head = EdgeHead(BilinearRatingDecoder(4, num_levels=num_levels))
+    return GALTrainer(encoder, head, AttackerMLP(4, 2), task_loss=rating_cross_entropy, lam=0.0)
+
+
+def test_ratings_missing_a_star_must_name_the_decoders_levels():
+    # Without star 2, the default levels were 1, 3, 4, 5: a 3 became level 1, which the
+    # 5-level decoder read as 2 stars, and the run trained on shifted targets silently.
+    pairs = torch.tensor([[0, 1, 2, 3], [5, 6, 7, 8]])
+    graph = Graph.from_edge_index(pairs, 10, symmetrize=True)
+    stars = torch.tensor([1, 3, 4, 5])
+    with pytest.raises(ValueError, match=r"scores the levels \[1.0, 2.0, 3.0, 4.0, 5.0\] but"):
+        _rating_trainer().fit(graph, RatingBatches(pairs, stars), epochs=1, progress=False)
+    batches = RatingBatches(pairs, stars, levels=range(1, 6))
+    history = _rating_trainer().fit(graph, batches, epochs=1, progress=False)
+    assert history[-1]["task_steps"] == 1
+
+
+def test_a_decoder_of_other_level_count_is_refused():
+    pairs = torch.tensor([[0, 1], [5, 6]])
+    graph = Graph.from_edge_index(pairs, 10, symmetrize=True)
+    batches = RatingBatches(pairs, torch.tensor([1, 2]), levels=range(1, 6))
+    with pytest.raises(ValueError, match="levels=\\[1.0, 2.0, 3.0\\] to RatingBatches"):
+        _rating_trainer(num_levels=3).fit(graph, batches, epochs=1, progress=False)

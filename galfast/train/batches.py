@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Optional, Union
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from galfast._args import check_flag, check_int
 from galfast._dtypes import all_finite
 from galfast.graph import _count
+from galfast.models.rating_decoder import BilinearRatingDecoder
 from galfast.train.batch_indices import check_batch_size, index_batches
 from galfast.train.graph_batches import GraphBatch, GraphBatches
 
@@ -284,6 +285,22 @@ class RatingBatches:
     def check_nodes(self, num_nodes: int) -> None:
         """The rated pairs must lie in the graph being trained on (``fit`` checks this)."""
         _check_ids_in_graph("edge_index", self.edge_index, num_nodes)
+
+    def check_head(self, task_head: nn.Module) -> None:
+        """Every rating decoder of ``task_head`` must score these levels (``fit`` checks
+        this): with the default levels, the distinct ratings given, a star missing from them
+        shifted every level above it, and a 5-level decoder read a 3 as a 2."""
+        mine = self.levels.cpu()
+        for module in task_head.modules():
+            if not isinstance(module, BilinearRatingDecoder):
+                continue
+            theirs = module.levels.cpu().to(mine.dtype)
+            if theirs.shape != mine.shape or not torch.equal(theirs, mine):
+                raise ValueError(
+                    f"the task head's rating decoder scores the levels {theirs.tolist()} but "
+                    f"the batches' ratings take the levels {mine.tolist()}; pass "
+                    f"levels={theirs.tolist()} to RatingBatches"
+                )
 
     def __len__(self) -> int:
         size = self.batch_size or max(self.edge_index.size(1), 1)

@@ -456,6 +456,8 @@ class GALTrainer(SampledSteps):
         self.process_group.broadcast([self.encoder, self.task_head, self.attacker])
         if graph is not None and callable(getattr(task_batches, "check_nodes", None)):
             task_batches.check_nodes(graph.num_nodes)  # node, link and rating batches
+        if callable(getattr(task_batches, "check_head", None)):
+            task_batches.check_head(self.task_head)  # rating batches: the decoder's levels
         adversaries = self._adversaries(sensitive, _item_count(graph, task_batches))
         # Captured steps hold this fit's graph, inputs and attributes: a fit on other ones
         # captures afresh.
