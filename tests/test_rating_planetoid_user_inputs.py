@@ -4,6 +4,7 @@ legal inputs."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from galfast.datasets import edge_homophily
+from galfast.datasets import edge_homophily, synthetic_movielens
 from galfast.datasets.download import Resource, fetch
 from galfast.datasets.graph_dataset import build_graph_dataset
 from galfast.datasets.rating_dataset import build_rating_dataset
@@ -171,3 +172,49 @@ def test_link_auc_refuses_pairs_it_would_misread(edit, message):
     z, pos, neg = _scored_edges()
     with pytest.raises(ValueError, match=message):
         link_auc(z, edit(pos), neg)
+
+
+def _replaced(dataset, **fields):
+    return dataclasses.replace(dataset, **fields)
+
+
+@pytest.fixture(scope="module")
+def small_ratings():
+    return synthetic_movielens(num_users=30, num_movies=20, num_ratings=120, seed=0)
+
+
+def test_splits_sharing_a_rating_are_refused(small_ratings):
+    # A test rating also trained on leaked into the test RMSE without an error.
+    shared = torch.cat([small_ratings.train_idx, small_ratings.test_idx[:1]])
+    with pytest.raises(ValueError, match="train_idx and test_idx share ratings"):
+        _replaced(small_ratings, train_idx=shared)
+
+
+@pytest.mark.parametrize(
+    "column, value, message",
+    [
+        (0, 30, r"column 0 must hold user nodes in \[0, 30\)"),
+        (1, 0, r"column 1 must hold movie nodes in \[30, 50\)"),
+        (2, 6, r"column 2 must hold stars in \[1, 6\)"),
+    ],
+)
+def test_ratings_out_of_their_ranges_are_refused(small_ratings, column, value, message):
+    ratings = small_ratings.ratings.clone()
+    ratings[3, column] = value
+    with pytest.raises(ValueError, match=message):
+        _replaced(small_ratings, ratings=ratings)
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("train_idx", torch.tensor([0, 500]), r"train_idx holds a row outside \[0, 120\)"),
+        ("test_idx", torch.tensor([1.0]), "test_idx must be a 1-D tensor of row indices"),
+        ("ratings", None, "ratings must hold integers"),
+    ],
+)
+def test_malformed_splits_and_ratings_are_named(small_ratings, field, value, message):
+    if field == "ratings":
+        value = small_ratings.ratings.double()
+    with pytest.raises(ValueError, match=message):
+        _replaced(small_ratings, **{field: value})

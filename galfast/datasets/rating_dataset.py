@@ -11,6 +11,7 @@ import torch
 from torch import Tensor
 
 from galfast._args import check_fraction
+from galfast._dtypes import holds_integers
 from galfast.datasets._common import attribute_summary, check_attributes, to_device
 from galfast.datasets.rating_graph import rating_graph
 from galfast.graph import Graph
@@ -79,6 +80,9 @@ class RatingDataset:
         check_attributes(
             self.attributes, self.attribute_classes, self.attribute_nodes, self.num_users
         )
+        if self.ratings.device.type != "meta":  # a meta copy (shapes only) has no values
+            _check_rating_values(self)
+            _check_split(self.train_idx, self.test_idx, self.num_ratings)
 
     @property
     def num_nodes(self) -> int:
@@ -189,6 +193,36 @@ def build_rating_dataset(
         license=license,
         notes=notes,
     )
+
+
+def _check_rating_values(dataset: RatingDataset) -> None:
+    """Users, movies and stars where the dataset says they are: the setups read a user or a
+    star out of range as another node or level, without an error."""
+    ratings, users = dataset.ratings, dataset.num_users
+    if not holds_integers(ratings):
+        raise ValueError(f"ratings must hold integers, got {ratings.dtype}")
+    if not ratings.numel():
+        return
+    for column, (low, high), what in (
+        (0, (0, users), "user nodes"),
+        (1, (users, users + dataset.num_movies), "movie nodes"),
+        (2, (1, NUM_RATING_LEVELS + 1), "stars"),
+    ):
+        values = ratings[:, column]
+        if bool(((values < low) | (values >= high)).any()):
+            raise ValueError(f"ratings column {column} must hold {what} in [{low}, {high})")
+
+
+def _check_split(train_idx: Tensor, test_idx: Tensor, num_ratings: int) -> None:
+    """Row indices into the ratings, and no row in both splits: a test rating also trained
+    on (and in the message-passing graph) would make the test RMSE a training RMSE."""
+    for name, index in (("train_idx", train_idx), ("test_idx", test_idx)):
+        if index.dim() != 1 or not holds_integers(index):
+            raise ValueError(f"{name} must be a 1-D tensor of row indices, got {index.dtype}")
+        if index.numel() and bool(((index < 0) | (index >= num_ratings)).any()):
+            raise ValueError(f"{name} holds a row outside [0, {num_ratings})")
+    if bool(torch.isin(test_idx, train_idx).any()):
+        raise ValueError("train_idx and test_idx share ratings: a split's rows must be disjoint")
 
 
 def _integer_column(name: str, label: str, values: Any) -> np.ndarray:
