@@ -47,9 +47,9 @@ def test_downloaded_files_get_the_mode_open_gives(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["ind.x.y"]  # no partial file left
 
 
-def _graph_dataset(attributes, attribute_classes, attribute_nodes):
+def _graph_dataset(attributes, attribute_classes, attribute_nodes, dtype=np.int64):
     num_nodes = 12
-    chain = np.stack([np.arange(num_nodes - 1), np.arange(1, num_nodes)])
+    chain = np.stack([np.arange(num_nodes - 1), np.arange(1, num_nodes)]).astype(dtype)
     return build_graph_dataset(
         name="toy",
         pairs=chain,
@@ -218,3 +218,13 @@ def test_malformed_splits_and_ratings_are_named(small_ratings, field, value, mes
         value = small_ratings.ratings.double()
     with pytest.raises(ValueError, match=message):
         _replaced(small_ratings, **{field: value})
+
+
+def test_narrow_pairs_give_the_int64_link_split():
+    # uint16 pairs built the graph from an int64 copy but handed the link split the original,
+    # which refused them naming an "edge_index" the caller never passed.
+    codes = {"a": np.zeros(12, dtype=np.int64)}
+    args = (codes, {"a": ("x", "y")}, np.arange(12))
+    wide, narrow = _graph_dataset(*args), _graph_dataset(*args, dtype=np.uint16)
+    for name in ("train_pos", "val_pos", "test_pos", "val_neg", "test_neg"):
+        assert torch.equal(getattr(wide.link_split, name), getattr(narrow.link_split, name))

@@ -122,7 +122,8 @@ def build_graph_dataset(
 ) -> GraphDataset:
     """Assembles a :class:`GraphDataset` from numpy arrays: `pairs` ``[2, P]`` undirected edges
     ``u < v``, `split` the (train, val, test) node indices; the link split is drawn here."""
-    pairs_t = torch.from_numpy(np.asarray(pairs, dtype=np.int64))
+    pairs = np.asarray(pairs, dtype=np.int64)  # the graph and the link split read the same ids
+    pairs_t = torch.from_numpy(pairs)
     train, val, test = (_mask(index, num_nodes) for index in split)
     return GraphDataset(
         name=name,
