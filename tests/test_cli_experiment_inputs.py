@@ -64,15 +64,6 @@ def test_numpy_kg_model_options_are_taken_as_plain_numbers():
         check_kg_model_options((("layers", np.float64(2.0)),))
 
 
-@pytest.mark.parametrize("value", ["false", "0", "'no'"])
-def test_a_loader_flag_takes_true_or_false(value, capsys, no_training):
-    # download="false" is a true string: the loader would download.
-    argv = ["run", "--dataset", "cora", "--seeds", "1", "--quiet", "--option", f"download={value}"]
-    assert main(argv) == 2
-    line = one_error_line(capsys, "run")
-    assert "--option" in line and "download must be True or False" in line
-
-
 @pytest.mark.parametrize(
     "option, message",
     [

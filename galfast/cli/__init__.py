@@ -13,6 +13,7 @@ import multiprocessing
 import os
 import sys
 import threading
+import warnings
 from collections.abc import Sequence
 from typing import NoReturn, Optional
 
@@ -44,6 +45,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if unknown:  # the command's own error: the top-level parser's would not name the command
         args.command_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     _startup.release()  # an interrupt from here unwinds the command: its clean-up runs
+    shown_as = warnings.formatwarning
+    warnings.formatwarning = _warning_line(args.command)
     try:
         return args.handler(args)
     except Exception as error:
@@ -55,6 +58,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"galfast {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        warnings.formatwarning = shown_as
+
+
+def _warning_line(command: str):
+    """A ``warnings.formatwarning`` giving one line, ``galfast <command>: warning: ...``:
+    Python's own format adds the library's file and source line, which mean nothing to the
+    user of the command. (Replacing the format, not ``showwarning``, leaves the warnings to
+    whoever records them, such as ``pytest.warns``.)"""
+
+    def line(message, category, filename, lineno, line=None) -> str:
+        return f"galfast {command}: warning: {' '.join(str(message).split())}\n"
+
+    return line
 
 
 def run_and_exit() -> NoReturn:

@@ -117,7 +117,8 @@ def _dense(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _embeddings(path: str) -> torch.Tensor:
-    z = _load_tensor(path, "EMBEDDINGS")
+    # A model's output saved without .detach() keeps requires_grad: the audit reads values.
+    z = _load_tensor(path, "EMBEDDINGS").detach()
     if z.dim() != 2 or not z.is_floating_point() or z.size(0) < 2 or z.size(1) < 1:
         raise UsageError(
             f"EMBEDDINGS {path!r}: expected an [N, D] floating-point tensor with N >= 2 and "

@@ -48,7 +48,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "--audit-seeds", type=positive_int, default=2, help="audit repetitions (95%% CI)"
     )
     parser.add_argument(
-        "--lam", type=nonnegative_float, default=1.0, help="GAL's lambda for the defended model"
+        "--lam", type=defence_lambda, default=1.0, help="GAL's lambda for the defended model"
     )
     parser.add_argument(
         "--distance",
@@ -60,6 +60,17 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--quiet", action="store_true", help="no progress bars")
     parser.set_defaults(handler=main)
     return parser
+
+
+def defence_lambda(text: str) -> float:
+    """The defended model's lambda, > 0: the demo trains lambda = 0 (no defence) already, and
+    a second lambda = 0 would train and report that model twice."""
+    value = nonnegative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(
+            "expected a lambda > 0 (the demo trains the undefended model, lambda = 0, anyway)"
+        )
+    return value
 
 
 def main(args: argparse.Namespace) -> int:

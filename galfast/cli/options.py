@@ -15,6 +15,7 @@ from galfast.audit import STRENGTHS
 from galfast.audit.attackers import FAMILIES
 from galfast.cli.errors import UsageError, option_for
 from galfast.datasets import DATASET_NAMES, DatasetNotFoundError
+from galfast.datasets.registry import loader_defaults
 from galfast.experiments import ConfigError, ExperimentConfig, Prepared, check_defence, prepare
 from galfast.experiments.encoders import ENCODERS, MOLECULE_ENCODERS
 from galfast.experiments.kg_options import KG_ENCODERS
@@ -208,7 +209,8 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
         default=[],
         metavar="KEY=VALUE",
         help="extra dataset-loader argument, repeatable, the last of a KEY wins (e.g. "
-        "num_users=1000 for synthetic-movielens)",
+        "num_users=1000 for synthetic-movielens; a flag takes true/false, yes/no, on/off or "
+        "1/0: download=false)",
     )
     parser.add_argument(
         "--encoder",
@@ -230,9 +232,10 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
     parser.add_argument(
         "--attribute",
         default=None,
-        help="sensitive attribute (default: class for graphs, gender for MovieLens); several "
-        "joined by commas (gender,age,occupation) are hidden jointly, one adversary each, "
-        "and each is audited",
+        help="sensitive attribute (default: class for Planetoid, sensitive for "
+        "synthetic-graph, gender for MovieLens, alpha for qm9, sense for wn18rr, types for "
+        "fb15k-237); several joined by commas (gender,age,occupation) are hidden jointly, one "
+        "adversary each, and each is audited",
     )
     parser.add_argument(
         "--pairing",
@@ -339,8 +342,28 @@ def config_kwargs(args: argparse.Namespace) -> dict[str, Any]:
         "adv_schedule": args.adv_schedule,
         "pretrain_epochs": args.pretrain_epochs,
         "adv_update": args.adv_update,
-        "dataset_options": tuple(sorted(dict(args.option).items())),
+        "dataset_options": tuple(sorted(_with_flags(args.dataset, dict(args.option)).items())),
         "model_options": tuple(sorted(dict(args.model_option).items())),
+    }
+
+
+# How people write a yes/no on a command line; the loaders take only True or False.
+_FLAG_SPELLINGS = {
+    **dict.fromkeys(("true", "yes", "on", "1"), True),
+    **dict.fromkeys(("false", "no", "off", "0"), False),
+}
+
+
+def _with_flags(dataset: str, options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` with each value of a loader flag (an option whose default is True or
+    False) written as a yes/no (``download=false``, ``no``, ``0``, any case) read as that
+    bool. Other options keep their value: ``num_classes=1`` stays a count."""
+    defaults = loader_defaults(dataset)
+    return {
+        key: _FLAG_SPELLINGS.get(str(value).strip().lower(), value)
+        if isinstance(defaults.get(key), bool) and not isinstance(value, bool)
+        else value
+        for key, value in options.items()
     }
 
 

@@ -125,6 +125,28 @@ def _record_problem(record: dict[str, Any], prepared: Prepared) -> Optional[str]
                 problem = _cell_problem(f"{name} {part} {attack}", cell, part == "baseline")
                 if problem:
                     return problem
+        problem = _audit_problem(name, run.get("audit"))
+        if problem:
+            return problem
+    return None
+
+
+def _audit_problem(where: str, audit: Any) -> Optional[str]:
+    """What makes a record's audit unfit for the summary, which reads each result cell's
+    majority-class scores (a record written before audits were stored has none)."""
+    if audit is None:
+        return None
+    results = audit.get("results", []) if isinstance(audit, dict) else None
+    if not isinstance(results, list):
+        return f"{where} audit is not an object with a list of results"
+    for cell in results:
+        majority = cell.get("majority", {}) if isinstance(cell, dict) else None
+        if not isinstance(majority, dict):
+            return f"{where} audit holds a result that is not an object with majority scores"
+        for metric, value in majority.items():
+            problem = value is not None and _metric_problem(f"{where} majority", metric, value)
+            if problem:
+                return problem
     return None
 
 

@@ -6,6 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+import numpy as np
+import torch
+
+from galfast.audit.metrics import PRIMARY_METRIC
 from galfast.cli.errors import UsageError
 from galfast.cli.files import check_writable, save_figure
 from galfast.cli.options import (
@@ -19,15 +23,18 @@ from galfast.cli.options import (
 from galfast.cli.plots import figure_formats, pyplot
 from galfast.experiments import run_experiment
 from galfast.gal.adversary_losses import DISTANCES
+from galfast.gal.sensitive import SensitiveAttribute
 
 __all__ = ["add_parser", "main"]
 
 DESCRIPTION = """\
 Train one encoder per lambda (seed 0, setup as in `galfast run`), embed the nodes that carry
 the sensitive attribute with t-SNE (scikit-learn) and draw them side by side, coloured by the
-attribute (a legend names the classes). With no defence the classes form clusters; with GAL
-they mix. Each panel's title gives the node attacker's macro-F1 from the audit (--attacks,
---attackers, --attacker-epochs, --audit-seeds).
+attribute: a legend names the classes (a multi-label attribute, such as FB15k-237's types:
+each node's most frequent label), a colour bar gives a continuous attribute's values (QM9's
+alpha). With no defence the classes form clusters; with GAL they mix. Each panel's title
+gives the node attacker's macro-F1 (MAE for a continuous attribute) from the audit
+(--attacks, --attackers, --attacker-epochs, --audit-seeds).
 """
 
 # t-SNE needs a few points to place (its perplexity is at least 1, below the point count).
@@ -62,7 +69,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    import numpy as np
     from sklearn.manifold import TSNE
 
     configs = [
@@ -83,7 +89,7 @@ def main(args: argparse.Namespace) -> int:
     for ax, config in zip(axes[0], configs):
         outcome = run_experiment(config, progress=not args.quiet)
         known = outcome.attribute.known(outcome.embeddings.size(0))
-        nodes, colours = known.nodes.numpy(), known.targets.view(-1).numpy()
+        nodes, colours = known.nodes.numpy(), _colour_values(outcome.attribute, known.targets)
         rng = np.random.default_rng(0)
         if nodes.size > args.max_points:
             pick = rng.choice(nodes.size, args.max_points, replace=False)
@@ -93,13 +99,11 @@ def main(args: argparse.Namespace) -> int:
         points = TSNE(
             n_components=2, init="pca", random_state=0, perplexity=perplexity
         ).fit_transform(outcome.embeddings[nodes].numpy())
-        _scatter_classes(ax, points, colours, outcome.class_names)
-        node_f1 = (
-            outcome.record["attack"]["node"]["macro_f1"]
-            if "node" in outcome.record["attack"]
-            else None
-        )
-        subtitle = f", node attacker F1 {node_f1:.2f}" if node_f1 is not None else ""
+        if outcome.attribute.kind == "continuous":
+            _scatter_values(ax, points, colours, outcome.attribute.name)
+        else:
+            _scatter_classes(ax, points, colours, _class_names(outcome))
+        subtitle = _attacker_subtitle(outcome.record, outcome.attribute.kind)
         ax.set_title(f"lambda = {config.lam:g} ({args.distance}){subtitle}")
         ax.set_xticks([])
         ax.set_yticks([])
@@ -109,6 +113,46 @@ def main(args: argparse.Namespace) -> int:
     plt.close(fig)
     print(f"wrote {args.out}")
     return 0
+
+
+def _colour_values(attribute: SensitiveAttribute, targets: torch.Tensor) -> np.ndarray:
+    """One colour value per known node: its class; a continuous attribute's value; for a
+    multi-label attribute its first label (the loaders order labels by frequency: the most
+    frequent one the node has), or one class past the labels for a node with none. The CLI's
+    continuous attributes (QM9's) have one column."""
+    if attribute.kind == "continuous":
+        return targets.reshape(len(targets)).double().numpy()
+    if attribute.kind == "multilabel":
+        labels = targets.numpy() > 0
+        return np.where(labels.any(axis=1), labels.argmax(axis=1), labels.shape[1])
+    return targets.view(-1).numpy()
+
+
+def _class_names(outcome) -> tuple[str, ...]:
+    """The legend's names; a multi-label attribute's nodes with no label come last."""
+    names = outcome.class_names
+    if outcome.attribute.kind == "multilabel":
+        labels = outcome.attribute.num_outputs
+        names = (*names, *map(str, range(len(names), labels)), "(none)")
+    return names
+
+
+def _attacker_subtitle(record: dict, kind: str) -> str:
+    """The node attacker's headline score for a panel's title (empty when the node attack
+    was not run or has no score, e.g. a test split of one class)."""
+    metric = PRIMARY_METRIC[kind]
+    score = record["attack"].get("node", {}).get(metric)
+    if score is None:
+        return ""
+    label = {"macro_f1": "F1", "mae": "MAE"}[metric]
+    return f", node attacker {label} {score:.2f}"
+
+
+def _scatter_values(ax, points, values, name: str) -> None:
+    """A continuous attribute: one colour scale, with a colour bar naming the attribute."""
+    plt = pyplot()
+    drawn = ax.scatter(points[:, 0], points[:, 1], c=values, cmap="viridis", s=4)
+    plt.colorbar(drawn, ax=ax, label=name)
 
 
 def _scatter_classes(ax, points, classes, names) -> None:
