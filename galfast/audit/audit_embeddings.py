@@ -21,7 +21,7 @@ from galfast.audit.cells import cell_result, mean_metrics
 from galfast.audit.chance import chance_levels
 from galfast.audit.checks import check_standardisable
 from galfast.audit.checks import count as _count
-from galfast.audit.classic import CLASSIC_FAMILIES
+from galfast.audit.classic import CLASSIC_FAMILIES, supports
 from galfast.audit.classic import SKLEARN_MODULES as CLASSIC_MODULES
 from galfast.audit.job_costs import head_cost
 from galfast.audit.jobs import Jobs
@@ -112,6 +112,31 @@ def _max_fits(attributes: int, pairings, fast, strong, seeds: int, trials: int) 
     return attributes * per_attribute
 
 
+def _full_precision(known: KnownValues) -> KnownValues:
+    """``known`` with float16 / bfloat16 targets read as float32, as the embeddings are: numpy
+    (the metrics, scikit-learn) reads no bfloat16, and float16 targets lost precision when
+    standardised."""
+    if known.targets.dtype not in (torch.float16, torch.bfloat16):
+        return known
+    return KnownValues(known.nodes, known.targets.float())
+
+
+def _check_attackable(attrs: list[SensitiveAttribute], pairings, families: list[str]) -> None:
+    """ValueError unless some family in ``families`` attacks each attribute on each attack:
+    where none did (``"hgb"`` alone on a multilabel attribute), the attribute was left out of
+    the report, which then read as if nothing leaked."""
+    for attr in attrs:
+        for pairing in pairings:
+            if not any(
+                applies(f, pairing.hops) and supports(f, attr.kind, attr.num_outputs)
+                for f in families
+            ):
+                raise ValueError(
+                    f"{attr.name}: no attacker in {families} handles a {attr.kind} attribute "
+                    f"with {attr.num_outputs} output(s) on the {pairing.name!r} attack"
+                )
+
+
 def _split(known: KnownValues, idx: Tensor) -> tuple[Tensor, Tensor]:
     """The split's nodes where the attribute is known, and their targets."""
     rows, targets = known.lookup(idx.to(known.nodes.device))
@@ -195,7 +220,8 @@ def audit(
     Args:
         embeddings: ``[num_nodes, D]`` frozen embeddings (detached; audited where they are;
             float16 and bfloat16 ones are read as float32).
-        sensitive: a :class:`~galfast.gal.SensitiveAttribute` or a sequence of them.
+        sensitive: a :class:`~galfast.gal.SensitiveAttribute` or a sequence of them
+            (float16 and bfloat16 values are read as float32, like the embeddings).
         train_idx, test_idx: the attacker's split: node ids (or bool masks); nodes where an
             attribute is unknown are skipped for it. Must be disjoint.
         graph: needed for ``"neighbor"`` / ``"nhop:n"`` attacks (walks on it).
@@ -204,7 +230,8 @@ def audit(
             and ``"linear"`` (logistic / softmax / linear regression), trained with the fixed
             settings below on the pairing's partner; any strong family may be named too.
             A family that does not apply to an attack (a graph family on ``"node"``) or an
-            attribute (``"hgb"`` on multilabel) is skipped there.
+            attribute (``"hgb"`` on multilabel) is skipped there; ValueError where that
+            leaves an attribute or an attack no family.
         seeds: repetitions (attacker initialisation, batch order and walks differ).
         task_labels: optional ``[num_nodes]`` binary task labels Y (negative = unknown);
             adds the paper's trade-off lower bound for every binary attribute
@@ -351,6 +378,7 @@ def audit(
         epochs=epochs, batch_size=batch_size, lr=lr, min_steps=min_steps, hidden=tuple(hidden)
     )
     attrs = as_attribute_list(sensitive)
+    _check_attackable(attrs, pairings, families)
 
     fast = [f for f in families if f in FAMILIES]
     strong = [f for f in families if f in STRONG_FAMILIES]
@@ -369,7 +397,7 @@ def audit(
             # Every fit is handed to the workers first; the cells are then assembled in order.
             cells = []
             for ai, attr in enumerate(attrs):
-                known = attr.known(num_nodes).to(z.device)
+                known = _full_precision(attr.known(num_nodes).to(z.device))
                 if not all_finite(known.targets):  # edited past the attribute's own checks
                     raise ValueError(f"{attr.name}: the known values hold NaN or infinities")
                 train_nodes, train_targets = _split(known, train_idx)

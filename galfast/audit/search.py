@@ -26,6 +26,7 @@ from galfast.audit.head_gradients import HeadGradients
 from galfast.audit.jobs import seeded_init
 from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger, primary_metric
 from galfast.audit.minibatches import adam, shuffled_batches
+from galfast.audit.split import share_count
 from galfast.gal.adversary_losses import tv_loss
 from galfast.gal.seeding import seeded_generator
 from galfast.models.attacker import AttackerMLP
@@ -107,7 +108,7 @@ def validation_split(n: int, fraction: float, seed: int) -> tuple[Tensor, Tensor
     """``(fit, val)`` positions among ``n`` training rows: a seeded shuffle with ``fraction``
     (at least one row, leaving at least one) held out."""
     perm = torch.randperm(n, generator=seeded_generator(seed))
-    num_val = min(max(1, int(fraction * n)), n - 1)
+    num_val = min(max(1, share_count(fraction, n)), n - 1)
     return perm[num_val:], perm[:num_val]
 
 
