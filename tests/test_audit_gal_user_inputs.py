@@ -7,8 +7,10 @@ import pytest
 import torch
 
 from galfast import SensitiveAttribute
-from galfast.audit import audit, audit_split
+from galfast.audit import AttackResult, AuditReport, audit, audit_split
+from galfast.audit.metrics import PRIMARY_METRIC
 from galfast.audit.search import validation_split
+from galfast.audit.stats import summarize
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -71,3 +73,20 @@ def test_the_default_share_holds_out_what_it_always_did():
     # The recorded runs used 0.2: the exact count must keep every one of their splits.
     for n in range(2, 2000):
         assert audit_split(torch.arange(n), 0)[1].numel() == max(1, int(0.2 * n))
+
+
+@pytest.mark.parametrize(
+    "kind, values, interval",
+    [
+        ("binary", [0.95, 1.0], "0.657..1.000"),  # the t interval ran to 1.293
+        ("continuous", [0.02, 0.3], "0.000..1.939"),  # and down to -1.619
+    ],
+)
+def test_the_worst_case_interval_stays_within_the_metrics_range(kind, values, interval):
+    summary = summarize(values)
+    primary = PRIMARY_METRIC[kind]
+    cell = AttackResult("a", kind, "node", "mlp", {primary: summary}, {}, 10.0, 5.0, 0.0)
+    report = AuditReport([cell], seeds=2)
+    assert f"95% CI {interval} over 2 seed(s)" in report.describe_worst_case(cell)
+    low, high = report.to_dict()["worst_case"][0]["ci"]
+    assert f"{low:.3f}..{high:.3f}" == interval

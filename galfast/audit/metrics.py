@@ -17,8 +17,10 @@ from typing import Optional
 import numpy as np
 
 __all__ = [
+    "METRIC_RANGE",
     "PRIMARY_METRIC",
     "attack_metrics",
+    "clipped_interval",
     "higher_is_stronger",
     "primary_metric",
 ]
@@ -31,6 +33,31 @@ PRIMARY_METRIC = {
     "multilabel": "macro_f1",
     "continuous": "mae",
 }
+
+
+# The values each attack metric can take. A Student-t interval over a few seeds can run past
+# them (0.934..1.041 for a macro-F1 near 1); a score no attacker could have had is shown
+# clipped to them.
+METRIC_RANGE: dict[str, tuple[float, Optional[float]]] = {
+    "macro_f1": (0.0, 1.0),
+    "micro_f1": (0.0, 1.0),
+    "accuracy": (0.0, 1.0),
+    "balanced_accuracy": (0.0, 1.0),
+    "auc": (0.0, 1.0),
+    "advantage": (0.0, 1.0),
+    "mae": (0.0, None),
+    "rmse": (0.0, None),
+}
+
+
+def clipped_interval(metric: str, low: float, high: float) -> tuple[float, float]:
+    """``(low, high)`` within the values ``metric`` can take (unchanged for an unknown one)."""
+    floor, ceiling = METRIC_RANGE.get(metric, (None, None))
+    if floor is not None:
+        low, high = max(low, floor), max(high, floor)
+    if ceiling is not None:
+        low, high = min(low, ceiling), min(high, ceiling)
+    return low, high
 
 
 def higher_is_stronger(metric: str) -> bool:

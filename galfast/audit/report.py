@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from galfast.audit.bounds import TradeoffBound
-from galfast.audit.metrics import PRIMARY_METRIC, higher_is_stronger
+from galfast.audit.metrics import PRIMARY_METRIC, clipped_interval, higher_is_stronger
 from galfast.audit.stats import MetricSummary
 
 __all__ = ["AttackResult", "AuditReport", "score_text"]
@@ -251,9 +251,12 @@ def _mean(cell: AttackResult) -> Optional[float]:
 
 
 def _interval(cell: AttackResult) -> Optional[list[float]]:
-    """The primary metric's 95% interval; None for one seed or an undefined metric."""
+    """The primary metric's 95% interval within the metric's range; None for one seed or an
+    undefined metric."""
     summary = cell.metrics.get(cell.primary)
-    return None if summary is None or summary.ci is None else list(summary.ci)
+    if summary is None or summary.ci is None:
+        return None
+    return list(clipped_interval(cell.primary, *summary.ci))
 
 
 def _score(cell: AttackResult) -> str:

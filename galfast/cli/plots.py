@@ -7,24 +7,15 @@ import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
+from galfast.audit.metrics import METRIC_RANGE as ATTACK_METRIC_RANGE
 from galfast.cli.files import save_figure
 
 __all__ = ["METRIC_RANGE", "figure_formats", "plot_tradeoff", "pyplot"]
 
-# The values each metric can take: a confidence band is clipped to them (a mean ± half-width
-# past 1.0 is not a score any run could have had), and a resumed sweep refuses a run record
-# holding a value past them.
-METRIC_RANGE: dict[str, tuple[float, Optional[float]]] = {
-    "macro_f1": (0.0, 1.0),
-    "micro_f1": (0.0, 1.0),
-    "accuracy": (0.0, 1.0),
-    "balanced_accuracy": (0.0, 1.0),
-    "auc": (0.0, 1.0),
-    "advantage": (0.0, 1.0),
-    "mrr": (0.0, 1.0),
-    "rmse": (0.0, None),
-    "mae": (0.0, None),
-}
+# The values each metric can take, the attack metrics' and the task metrics': a confidence
+# band is clipped to them (a mean ± half-width past 1.0 is not a score any run could have
+# had), and a resumed sweep refuses a run record holding a value past them.
+METRIC_RANGE: dict[str, tuple[float, Optional[float]]] = {**ATTACK_METRIC_RANGE, "mrr": (0.0, 1.0)}
 
 # A task score that a guess reaches: the line the task axis is read against.
 _TASK_CHANCE = {"auc": 0.5}
