@@ -3,12 +3,13 @@ failed before its fix (a raw library error or a wrong number) and checks the val
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
 from galfast import SensitiveAttribute
 from galfast.audit import AttackResult, AuditReport, audit, audit_split
-from galfast.audit.metrics import PRIMARY_METRIC
+from galfast.audit.metrics import PRIMARY_METRIC, attack_metrics
 from galfast.audit.search import validation_split
 from galfast.audit.stats import summarize
 
@@ -90,3 +91,12 @@ def test_the_worst_case_interval_stays_within_the_metrics_range(kind, values, in
     assert f"95% CI {interval} over 2 seed(s)" in report.describe_worst_case(cell)
     low, high = report.to_dict()["worst_case"][0]["ci"]
     assert f"{low:.3f}..{high:.3f}" == interval
+
+
+def test_continuous_metrics_pair_a_flat_target_with_a_column_of_predictions():
+    # [n] against [n, 1] broadcast to [n, n]: the MAE of every target with every prediction.
+    y, pred = np.array([0.0, 1.0, 2.0]), np.array([[0.0], [1.0], [2.5]])
+    assert attack_metrics("continuous", y, pred) == attack_metrics("continuous", y, pred[:, 0])
+    assert attack_metrics("continuous", y, pred)["mae"] == pytest.approx(0.5 / 3)
+    with pytest.raises(ValueError, match=r"2 column\(s\) for 1 target column"):
+        attack_metrics("continuous", y, np.zeros((3, 2)))

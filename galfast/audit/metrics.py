@@ -146,6 +146,17 @@ def _difference(pred: np.ndarray, y: np.ndarray) -> np.ndarray:
     return pred.astype(dtype, copy=False) - y.astype(dtype, copy=False)
 
 
+def _as_columns(pred: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Both as ``[n, columns]``, one column count: a ``[n]`` target against ``[n, 1]``
+    predictions broadcast to ``[n, n]`` and gave an MAE of other pairs."""
+    pred, y = pred.reshape(len(pred), -1), y.reshape(len(y), -1)
+    if pred.shape[1] != y.shape[1]:
+        raise ValueError(
+            f"the predictions hold {pred.shape[1]} column(s) for {y.shape[1]} target column(s)"
+        )
+    return pred, y
+
+
 def _column_means(values: np.ndarray) -> float:
     """The mean over columns of each column's mean (scikit-learn's uniform multioutput)."""
     return float(np.mean(np.mean(values.reshape(values.shape[0], -1), axis=0)))
@@ -179,7 +190,7 @@ def attack_metrics(
                 "the attacker's predictions hold NaN or infinite values (its training "
                 "diverged: try a smaller lr)"
             )
-        error = _difference(pred, y)
+        error = _difference(*_as_columns(pred, y))
         return {
             "mae": _column_means(np.abs(error)),
             "rmse": float(np.sqrt(_column_means(error * error))),
