@@ -36,7 +36,7 @@ TIES = ("realistic", "optimistic", "pessimistic")
 def filtered_ranks(
     scores: Tensor, answers: Tensor, known: Tensor | None = None, ties: str = "realistic"
 ) -> Tensor:
-    """``[B]`` float ranks (1 = best) of ``answers[i]`` among the scores of row ``i``.
+    """``[B]`` float64 ranks (1 = best) of ``answers[i]`` among the scores of row ``i``.
 
     Args:
         scores: ``[B, N]`` higher = more likely.
@@ -47,7 +47,7 @@ def filtered_ranks(
 
     Example:
         >>> filtered_ranks(torch.tensor([[0.9, 0.5, 0.5]]), torch.tensor([1]))
-        tensor([2.5000])
+        tensor([2.5000], dtype=torch.float64)
     """
     if ties not in TIES:
         raise ValueError(f"ties must be one of {TIES}, got {ties!r}")
@@ -196,7 +196,7 @@ def evaluate_link_prediction(
 
     Example:
         >>> known = kg_queries(ds.all_triples, ds.num_entities, ds.num_relations)
-        >>> result = evaluate_link_prediction(model.score, ds.test, known)
+        >>> result = evaluate_link_prediction(model.eval().scorer(), ds.test, known)
         >>> result.both.mrr, result.both.hits[10]
     """
     batch_size = check_int("batch_size", batch_size, 1)  # NumPy's ints too

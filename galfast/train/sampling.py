@@ -37,7 +37,7 @@ class NeighborSampling:
     Example:
         >>> trainer = GALTrainer(encoder, NodeHead(head), attacker, task_loss=classification_loss,
         ...                      sampler=NeighborSampling([15, 10]))  # doctest: +SKIP
-        >>> batches = NodeBatches(train, y, batch_size=1024)
+        >>> batches = NodeBatches(train, y, batch_size=1024)  # doctest: +SKIP
         >>> trainer.fit(graph, batches, attribute, x=x)  # doctest: +SKIP
     """
 
