@@ -77,6 +77,7 @@ class Block:
         for name, t in (("src_nodes", src_nodes), ("edge_id", edge_id)):
             if t.device != col.device:
                 raise ValueError(f"{name} is on {t.device} but col is on {col.device}")
+        _check_graph_ids(num_dst, src_nodes, edge_id, graph)
         self._init(num_dst, src_nodes, rowptr, col, edge_id, graph)
 
     def _init(self, num_dst, src_nodes, rowptr, col, edge_id, graph) -> None:
@@ -215,6 +216,27 @@ class Block:
             return Graph(self._rowptr, self._col, self.num_dst, num_src_nodes=num_src)
 
         return self.cached("bipartite_graph", build)
+
+
+def _check_graph_ids(
+    num_dst: int, src_nodes: Tensor, edge_id: Tensor, graph: Optional[Graph]
+) -> None:
+    """ValueError unless the block's graph ids are ids of ``graph`` (any ids >= 0 without
+    one): layers index the features, the graph's degrees and its edge weights with them, and
+    a negative id would silently read the last node's or edge's."""
+    bounds = (
+        (None, None, None)
+        if graph is None
+        else (graph.num_src_nodes, graph.num_nodes, graph.num_edges)
+    )
+    named = (("src_nodes", src_nodes), ("dst_nodes", src_nodes[:num_dst]), ("edge_id", edge_id))
+    for (name, ids), bound in zip(named, bounds):
+        if ids.numel() == 0:
+            continue
+        low, high = int(ids.min()), int(ids.max())
+        if low < 0 or (bound is not None and high >= bound):
+            where = "ids are >= 0" if bound is None else f"the block's graph has [0, {bound})"
+            raise ValueError(f"{name} holds {low if low < 0 else high}, not an id ({where})")
 
 
 def _check_inputs(block: Block, x: Tensor, edge_weight: Optional[Tensor], reduce: str) -> None:

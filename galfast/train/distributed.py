@@ -14,6 +14,14 @@ process group. What each step does (the gradient averaging of PyTorch's DDP, as 
   gradient is the gradient of the global batch's mean loss: the same step as one process
   with the whole batch (the task loss must be a mean over the batch's items, as the
   ready-made losses are).
+- ``fit`` checks, when it starts, that every process was given the same settings, graph,
+  features, attributes, epochs, optimizer states and task batches (their type, length and
+  tensor attributes; by fingerprints, :func:`fingerprint`): processes with other data raise
+  ValueError together instead of averaging their gradients into a run of neither. Batches of
+  a type of your own that yield other batches per process, or a different number of them, go
+  unnoticed where their attributes are the same. The trainer's own collectives
+  carry the name of their operation, so a process that calls ``save_checkpoint`` (or stops)
+  alone raises instead of waiting for the others forever.
 - Parameters and buffers are broadcast from rank 0 when ``fit`` starts; every process then
   takes the same optimizer steps, so encoder, task head, attackers and both optimizers stay
   identical everywhere. Buffers that each process moves by its own share (the running
@@ -35,15 +43,22 @@ expects every process to run the same forward and would wait forever there.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterable, Sequence
-from typing import Optional
+from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
 
-__all__ = ["ProcessGroup", "init_distributed"]
+__all__ = ["ProcessGroup", "fingerprint", "init_distributed"]
+
+# splitmix64's golden-ratio multiplier as an int64: fingerprints multiply and add modulo 2**64
+# (int64 arithmetic wraps), so they are exact and independent of the order a device adds in.
+_GOLDEN = 0x9E3779B97F4A7C15 - 2**64
+_FINGERPRINT_MASK = 2**62 - 1  # non-negative, so that its negation fits an int64 too
+_FINGERPRINT_CHUNK = 1 << 20  # words hashed at a time: bounds the int64 workspace
 
 
 def init_distributed(backend: Optional[str] = None) -> torch.device:
@@ -136,16 +151,101 @@ class ProcessGroup:
             with torch.no_grad():
                 dist.broadcast(tensor.data, src=0)
 
-    def from_rank_zero(self, flag: bool, device: torch.device) -> bool:
+    def from_rank_zero(self, flag: bool, operation: str, device: torch.device) -> bool:
         """Rank 0's ``flag`` in every process (each waits for rank 0, as at a barrier)."""
+        mine = int(flag) if self.rank == 0 else 0
+        return bool(self._exchange(operation, [mine], device)[0][0])
+
+    def any(self, flag: bool, operation: str, device: torch.device) -> bool:
+        """True in every process when ``flag`` is True in one of them."""
+        return bool(self._exchange(operation, [int(flag)], device)[0][0])
+
+    def differing(self, fingerprints: dict[str, Tensor], operation: str) -> list[str]:
+        """The names whose :func:`fingerprint` is not the same in every process (in every
+        process; one all_reduce when all agree)."""
+        if not self.enabled or not fingerprints:
+            return []
+        values = torch.stack(list(fingerprints.values()))
+        combined = fingerprint([values], values.device)
+        highest, lowest = self._exchange(operation, [len(values), int(combined)], values.device)
+        if highest == lowest:
+            return []
+        if highest[0] != lowest[0]:
+            return list(fingerprints)  # other entries altogether (another set of attributes)
+        highest, lowest = self._exchange(operation, values.tolist(), values.device)
+        return [name for name, high, low in zip(fingerprints, highest, lowest) if high != low]
+
+    def _exchange(
+        self, operation: str, values: list[int], device: torch.device
+    ) -> tuple[list[int], list[int]]:
+        """The highest and lowest of each of ``values`` (ints in ``[0, 2**62)``) over the
+        processes, which must all be in ``operation``: the name's fingerprint travels with
+        them, so a process that runs another operation (a checkpoint that one process alone
+        saves) raises in every process involved instead of waiting for the others forever."""
         if not self.enabled:
-            return flag
-        value = torch.tensor([float(flag)], device=device)
-        dist.broadcast(value, src=0)
-        return bool(value.item())
+            return values, values
+        tag = _text_fingerprint(operation) & _FINGERPRINT_MASK
+        both = torch.tensor([tag, *values], dtype=torch.int64, device=device)
+        both = torch.cat([both, -both])
+        dist.all_reduce(both, op=dist.ReduceOp.MAX)  # the maxima, and minus the minima
+        highest, lowest = both[: len(values) + 1].tolist(), (-both[len(values) + 1 :]).tolist()
+        if highest[0] != lowest[0]:
+            raise ValueError(
+                f"this process called {operation} while another process called something else:"
+                " every process must make the same calls (save_checkpoint too: rank 0 writes, "
+                "the others wait) and run the same callbacks"
+            )
+        return highest[1:], lowest[1:]
 
     def same_as(self, other: ProcessGroup) -> bool:
         return (self.rank, self.world_size) == (other.rank, other.world_size)
+
+
+def fingerprint(values: Sequence[Any], device: torch.device) -> Tensor:
+    """An int64 0-d tensor on ``device`` that differs, but for a 2**-62 chance, between two
+    sequences of tensors (their shapes, dtypes and bytes) and plain values (their repr)."""
+    total = torch.zeros((), dtype=torch.int64, device=device)
+    for index, value in enumerate(values):
+        if isinstance(value, Tensor):
+            description = f"{index} {tuple(value.shape)} {value.dtype}"
+            part = _bytes_fingerprint(value.to(device)) + _text_fingerprint(description)
+        else:
+            part = _text_fingerprint(f"{index} {value!r}")
+        total = total * _GOLDEN + part
+    return total & _FINGERPRINT_MASK
+
+
+def _text_fingerprint(text: str) -> int:
+    digest = hashlib.blake2b(text.encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def _bytes_fingerprint(tensor: Tensor) -> Tensor:
+    """The sum over the tensor's 8-byte words (then its last bytes) of each one times an odd
+    multiplier of its position, modulo 2**64: a changed byte always changes it."""
+    data = tensor.detach().contiguous().reshape(-1).view(torch.uint8)
+    if data.storage_offset() % 8:
+        data = data.clone()  # int64 words must start at a multiple of 8 bytes
+    body = data.numel() - data.numel() % 8
+    words = data[:body].view(torch.int64)
+    return _weighted_sum(words, 0) + _weighted_sum(data[body:].long(), words.numel())
+
+
+def _weighted_sum(values: Tensor, first: int) -> Tensor:
+    """sum(values[i] * (2 * (first + i) + 1) * _GOLDEN), in chunks (a bounded workspace)."""
+    total = torch.zeros((), dtype=torch.int64, device=values.device)
+    steps = torch.arange(min(values.numel(), _FINGERPRINT_CHUNK), device=values.device)
+    steps *= _wrap(2 * _GOLDEN)
+    for start in range(0, values.numel(), _FINGERPRINT_CHUNK):
+        chunk = values[start : start + _FINGERPRINT_CHUNK]
+        offset = _wrap((2 * (first + start) + 1) * _GOLDEN)
+        total += (chunk * (steps[: chunk.numel()] + offset)).sum()
+    return total
+
+
+def _wrap(value: int) -> int:
+    """``value`` modulo 2**64 as a signed int64."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 def _modules(modules: Sequence[Optional[nn.Module]]) -> list[nn.Module]:

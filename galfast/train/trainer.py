@@ -36,7 +36,7 @@ from galfast.train.checkpoints import (
     write_checkpoint,
 )
 from galfast.train.config import GALConfig, check_number
-from galfast.train.distributed import ProcessGroup
+from galfast.train.distributed import ProcessGroup, fingerprint
 from galfast.train.encoding import move_to_device, node_inputs, to_device_without_waiting
 from galfast.train.layerwise import layerwise_embed, supports_layerwise
 from galfast.train.optimizers import (
@@ -149,6 +149,34 @@ def _warn_unpaired(name: str, failures: int, epoch: int) -> None:
         RuntimeWarning,
         stacklevel=3,
     )
+
+
+def _flat(values: Sequence[Any]) -> list[Any]:
+    """``values`` with nested lists spliced in place."""
+    flat = []
+    for value in values:
+        flat.extend(_flat(value) if isinstance(value, list) else [value])
+    return flat
+
+
+def _optimizer_tensors(optimizer: Optional[torch.optim.Optimizer]) -> list[Any]:
+    """An optimizer's per-parameter state in order (None: no optimizer)."""
+    if optimizer is None:
+        return [None]
+    state = optimizer.state_dict()["state"]
+    return [value for index in sorted(state) for value in state[index].values()]
+
+
+def _batches_values(task_batches: Any) -> list[Any]:
+    """What identifies a batch iterable across processes: its type, its length where it has
+    one, and its tensor and plain attributes (``NodeBatches``' nodes and targets, ...).
+    Other objects are left out: their repr may hold an address, which differs between
+    processes."""
+    length = len(task_batches) if hasattr(task_batches, "__len__") else None
+    fields = vars(task_batches) if hasattr(task_batches, "__dict__") else {}
+    plain = (Tensor, bool, int, float, str, type(None))
+    values = [value for _, value in sorted(fields.items()) if isinstance(value, plain)]
+    return [type(task_batches).__name__, length, *values]
 
 
 class GALTrainer(SampledSteps):
@@ -459,6 +487,7 @@ class GALTrainer(SampledSteps):
         if callable(getattr(task_batches, "check_head", None)):
             task_batches.check_head(self.task_head)  # rating batches: the decoder's levels
         adversaries = self._adversaries(sensitive, _item_count(graph, task_batches))
+        self._check_same_fit(graph, inputs, task_batches, adversaries, epochs)
         # Captured steps hold this fit's graph, inputs and attributes: a fit on other ones
         # captures afresh.
         context = (graph, inputs, *(a.attribute for a in adversaries))
@@ -486,6 +515,10 @@ class GALTrainer(SampledSteps):
                 self.history.append(record)
                 for cb in callbacks:
                     cb.on_epoch_end(self, record)
+                # A callback that stops one process stops all: the others would wait for it.
+                self.stop_training = self.process_group.any(
+                    self.stop_training, "fit (the end of an epoch)", self.device
+                )
                 bar.update(1)
                 bar.set_postfix(
                     {
@@ -604,6 +637,40 @@ class GALTrainer(SampledSteps):
                     _warn_unpaired(name, failures[name], self.epoch)
         record["seconds"] = time.perf_counter() - started
         return record
+
+    def _check_same_fit(self, graph, inputs, task_batches, adversaries, epochs: int) -> None:
+        """ValueError in every process unless all were given the same fit: processes with
+        other data would have their gradients averaged into a run of neither, and one with
+        more batches would wait for the others at its last steps. Checked once, when ``fit``
+        starts: a check per step would cost a host wait per step on a GPU."""
+        if not self.process_group.enabled:
+            return
+        optimizers = [self.task_optimizer, self.adversary_optimizer]
+        parts = {
+            "settings": [self.config, self._sampler_record()],
+            "epochs (the fit's and the trainer's epoch and step)": [epochs, self.epoch, self.step],
+            "optimizer states": [_optimizer_tensors(o) for o in optimizers],
+            "graph": [graph.num_nodes, graph.rowptr, graph.col, graph.edge_weight],
+            "x": [inputs],
+            "task batches": _batches_values(task_batches),
+        }
+        for adversary in adversaries:
+            attribute, known = adversary.attribute, adversary.known
+            parts[f"sensitive attribute {attribute.name!r}"] = [
+                attribute.kind,
+                known.nodes,
+                known.targets,
+            ]
+        fingerprints = {
+            name: fingerprint(_flat(values), self.device) for name, values in parts.items()
+        }
+        differing = self.process_group.differing(fingerprints, "fit (its start)")
+        if differing:
+            raise ValueError(
+                f"the {self.process_group.world_size} processes were given different "
+                f"{', '.join(differing)}: every process must build the same graph, features, "
+                "attributes, batches and trainer (their gradients are averaged)"
+            )
 
     def _mean_over_steps(self, values: list[Tensor], loss: str) -> float:
         """The mean over the epoch's steps of a loss; with several processes each step's value
@@ -927,7 +994,7 @@ class GALTrainer(SampledSteps):
                 failure = error
         # Rank 0's outcome reaches every process: a failed write raises everywhere instead of
         # leaving the other processes waiting for it.
-        if self.process_group.from_rank_zero(failure is not None, self.device):
+        if self.process_group.from_rank_zero(failure is not None, "save_checkpoint", self.device):
             if failure is not None:
                 raise failure
             raise OSError(f"rank 0 could not write the checkpoint {os.fspath(path)}")
