@@ -3,22 +3,16 @@ of continuous and multi-label attributes, ..."""
 
 from __future__ import annotations
 
-import json
-import shutil
 import sys
 import warnings
-from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from cli_errors_helpers import one_error_line, refuse_training
-from test_cli_errors import TINY
 
 from galfast.cli import build_parser, main
 from galfast.cli import run as run_module
-from galfast.cli import sweep as sweep_module
 from galfast.cli import tsne as tsne_module
 from galfast.cli.options import config_kwargs, experiment_config, prepare_checked
 from galfast.experiments.config import Outcome
@@ -113,52 +107,6 @@ def test_tsne_colours_a_multilabel_node_by_its_first_label(monkeypatch, tmp_path
     assert legend == ["a", "b", "c", "(none)"]
     counts = [len(dots.get_offsets()) for dots in panel.collections]
     assert counts == [2, 2, 1, 1]  # every node drawn once, under its first label
-
-
-SWEEP = ["sweep", *TINY, "--audit", "fast", "--attacks", "node", "--lam", "0", "--distance", "tv"]
-RUN_FILE = "synthetic-graph-gcn-node-tv-lam0-seed0.json"
-
-
-@pytest.fixture(scope="module")
-def finished_sweep(tmp_path_factory) -> Path:
-    """A sweep folder holding one trained run (trained once for the tests here)."""
-    out = tmp_path_factory.mktemp("sweep")
-    assert main([*SWEEP, "--out", str(out)]) == 0
-    return out
-
-
-def _results(record):
-    return record["attributes"]["sensitive"]["audit"]["results"]
-
-
-AUDIT_EDITS = {
-    "audit as text": lambda r: r["attributes"]["sensitive"].update(audit="edited"),
-    "results as text": lambda r: r["attributes"]["sensitive"]["audit"].update(results="x"),
-    "a result as text": lambda r: _results(r).__setitem__(0, "x"),
-    "majority as text": lambda r: _results(r)[0].update(majority="x"),
-    "majority past 1": lambda r: _results(r)[0]["majority"].update(macro_f1=4.0),
-}
-
-
-@pytest.mark.parametrize("edit", list(AUDIT_EDITS))
-def test_a_run_record_with_an_edited_audit_is_trained_again(
-    edit, finished_sweep, tmp_path, capsys, monkeypatch
-):
-    shutil.copytree(finished_sweep / "runs", tmp_path / "runs")
-    path = tmp_path / "runs" / RUN_FILE
-    good = json.loads(path.read_text())
-    record = json.loads(path.read_text())
-    AUDIT_EDITS[edit](record)
-    path.write_text(json.dumps(record))
-    monkeypatch.setattr(
-        sweep_module, "run_experiment", lambda *a, **k: SimpleNamespace(record=good)
-    )
-    capsys.readouterr()
-    assert main([*SWEEP, "--out", str(tmp_path)]) == 0
-    out = capsys.readouterr().out
-    assert f"note: {path} is not a valid run record (sensitive " in out
-    assert "1 run(s) trained, 0 finished run(s) skipped" in out
-    assert json.loads(path.read_text()) == good
 
 
 def test_audit_reads_embeddings_saved_with_requires_grad_without_a_warning(tmp_path, capsys):

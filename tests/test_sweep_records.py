@@ -35,6 +35,10 @@ def _audits(record):
     return record["attributes"]["sensitive"]
 
 
+def _results(record):
+    return _audits(record)["audit"]["results"]
+
+
 def _set_node_f1(value):
     def edit(record):
         _audits(record)["attack"]["node"]["macro_f1"] = value
@@ -58,6 +62,12 @@ EDITS = {
     "macro_f1 as a bool": _set_node_f1(True),
     "another attribute": lambda r: r.update(attributes={"other": _audits(r)}),
     "no attacker": lambda r: _audits(r)["attack"]["node"].pop("attacker"),
+    # The audit's cells, which the summary reads: a crash in the summary before.
+    "audit as text": lambda r: _audits(r).update(audit="edited"),
+    "results as text": lambda r: _audits(r)["audit"].update(results="x"),
+    "a result as text": lambda r: _results(r).__setitem__(0, "x"),
+    "majority as text": lambda r: _results(r)[0].update(majority="x"),
+    "majority past 1": lambda r: _results(r)[0]["majority"].update(macro_f1=4.0),
 }
 
 
