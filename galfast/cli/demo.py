@@ -35,7 +35,7 @@ docs/results.md), Wasserstein at lambda = 1 shows it.
 def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "demo",
-        help="offline demo on the bundled Cora (about half a minute on 2 CPU cores)",
+        help="offline demo on the bundled Cora (about ten seconds on 2 quiet CPU cores)",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
