@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Optional
 
+import numpy as np
+import torch
 from torch import Tensor
 
 from galfast._args import plain_number
@@ -100,9 +102,11 @@ class ExperimentConfig:
                 self._number(name, minimum=1)
         self._number("audit_seeds", minimum=1)
         try:
-            self.gal_config()
+            gal = self.gal_config()
         except ValueError as error:
             raise ConfigError(_first_field_named(str(error)), str(error)) from None
+        # Stored as the trainer takes it: lam=1 and lam=1.0 are one run, recorded as 1.0.
+        object.__setattr__(self, "lam", gal.lam)
 
     def _number(self, name: str, minimum: int) -> None:
         try:
@@ -206,7 +210,10 @@ class ExperimentConfig:
 
     def _check_device(self) -> None:
         if not isinstance(self.device, str) or not re.fullmatch(r"cpu|cuda(:\d+)?", self.device):
-            raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {self.device!r}")
+            raise ValueError(
+                f"device must be 'cpu', 'cuda' or 'cuda:N' (or a torch.device of those), "
+                f"got {self.device!r}"
+            )
 
     def _check_cuda_graphs(self) -> None:
         if self.cuda_graphs is not None and not isinstance(self.cuda_graphs, bool):
@@ -261,15 +268,35 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["attacks"], out["attackers"] = list(self.attacks), list(self.attackers)
-        out["dataset_options"] = dict(self.dataset_options)
-        out["model_options"] = dict(self.model_options)
+        out["dataset_options"] = {k: _json_ready(v) for k, v in self.dataset_options}
+        out["model_options"] = {k: _json_ready(v) for k, v in self.model_options}
         return out
+
+
+def _json_ready(value: Any) -> Any:
+    """An option's value as the record (JSON) holds it: a callable (the loaders' ``opener``)
+    by its qualified name, which json.dumps would refuse."""
+    if callable(value):
+        module, name = getattr(value, "__module__", None), getattr(value, "__qualname__", None)
+        return f"{module}.{name}" if module and name else repr(value)
+    return value
 
 
 # Counts taken as NumPy or tensor integers too (stored as ints: the run's record is written as
 # JSON, which takes no numpy.int64).
 _COUNTS = ("epochs", "attacker_epochs", "audit_seeds", "seed", "adv_every", "pretrain_epochs")
-_NORMALISED = (*_COUNTS, "lam", "root", "attacks", "attackers", "dataset_options", "model_options")
+_NORMALISED = (
+    *_COUNTS,
+    "lam",
+    "root",
+    "pairing",
+    "attacks",
+    "attackers",
+    "device",
+    "cuda_graphs",
+    "dataset_options",
+    "model_options",
+)
 
 
 def _normalised(name: str, value: Any) -> Any:
@@ -286,10 +313,16 @@ def _normalised(name: str, value: Any) -> Any:
         if not isinstance(path, str):
             raise ValueError(f"root must be a folder path (a str or os.PathLike), got {value!r}")
         return path
+    if name == "pairing":
+        return _pairing_name(value)
     if name in ("attacks", "attackers"):
         if not isinstance(value, (tuple, list)):
             raise ValueError(f"{name} must be a tuple or list of names, got {value!r}")
-        return tuple(value)
+        return tuple(map(_pairing_name, value)) if name == "attacks" else tuple(value)
+    if name == "device":
+        return _device_name(value)
+    if name == "cuda_graphs":
+        return _plain_flag(value)
     # dataset_options, model_options: (key, value) pairs, or a dict of them
     pairs = tuple(value.items()) if isinstance(value, Mapping) else value
     if not isinstance(pairs, (tuple, list)) or not all(
@@ -302,7 +335,37 @@ def _normalised(name: str, value: Any) -> Any:
     for key, _ in pairs:
         if not isinstance(key, str):
             raise ValueError(f"{name}: option names must be strings, got {key!r}")
-    return tuple((key, plain_number(option)) for key, option in pairs)
+    return tuple((key, plain_number(_plain_flag(option))) for key, option in pairs)
+
+
+def _plain_flag(value: Any) -> Any:
+    """A NumPy bool as a Python bool (JSON takes no numpy.bool_); anything else as it is."""
+    return bool(value) if isinstance(value, np.bool_) else value
+
+
+def _pairing_name(spec: Any) -> str:
+    """A pairing (``"nhop:2"``, ``("nhop", 2)``, a :class:`~galfast.gal.Pairing`) by its canonical
+    name, the one the audit reports it under: a tuple with a NumPy count would not go into the
+    record's JSON, a tuple comes back from it as a list (which no pairing is), and ``"nhop:02"``
+    or ``"neighbour"`` would not match the audit's ``"nhop:2"`` and ``"neighbor"``."""
+    return parse_pairing(spec).name
+
+
+def _device_name(value: Any) -> Any:
+    """A torch.device or a device name as the name the config stores (``"cpu"``, ``"cuda"`` or
+    ``"cuda:N"``): torch.device("cpu") and "cpu:0" name the CPU, as everywhere else in the API.
+    Anything else is left to the check, which names it."""
+    if not isinstance(value, (str, torch.device)):
+        return value
+    try:
+        device = torch.device(value)
+    except RuntimeError:
+        return value
+    if device.type == "cpu":
+        return "cpu"
+    if device.type == "cuda":
+        return "cuda" if device.index is None else f"cuda:{device.index}"
+    return value
 
 
 def _check_option_types(dataset: str, options: tuple[tuple[str, Any], ...]) -> None:

@@ -81,8 +81,13 @@ def make_encoder(
     # -1 would be read as "no features" and build a learned-embedding encoder instead.
     num_features = check_int("num_features", num_features, 0)
     if num_features > 0:
+        # No layer would be an identity "encoder" with no parameters: embeddings = features.
+        if not widths:
+            raise ValueError("widths must name at least one layer size to encode features")
         dims = [num_features, *widths]
         return GNNStack([make_conv(kind, a, b) for a, b in zip(dims, dims[1:])])
+    # Named here: the first layer would refuse it as its in_dim.
+    embedding_dim = check_int("embedding_dim", embedding_dim, 1)
     dims = [embedding_dim, *widths]
     convs = [make_conv(kind, a, b) for a, b in zip(dims, dims[1:])]
     return EmbeddingEncoder(num_nodes, embedding_dim, convs)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Optional, Union
@@ -70,12 +71,30 @@ def setup_defaults(dataset: Union[GraphDataset, RatingDataset]) -> dict[str, Any
     return setup_for(dataset).defaults()
 
 
-@lru_cache(maxsize=4)
 def load_dataset(
-    name: str, root: Optional[str], options: tuple[tuple[str, Any], ...] = ()
+    name: str,
+    root: Optional[str],
+    options: Union[tuple[tuple[str, Any], ...], Mapping[str, Any]] = (),
 ) -> Union[GraphDataset, RatingDataset]:
     """Loads (once per process) a dataset by name. The data split is fixed (seed 0) so runs
-    with different training seeds are scored on the same held-out edges and ratings."""
+    with different training seeds are scored on the same held-out edges and ratings.
+    ``options``: the loader's keyword arguments, as (key, value) pairs or a dict."""
+    if isinstance(options, Mapping):  # the cache hashes its arguments: a dict would fail there
+        options = tuple(options.items())
+    try:
+        hash((name, root, options))
+    except TypeError:
+        raise ValueError(
+            f"load_dataset: options must be (key, value) pairs of plain values or a dict, "
+            f"and name and root plain values; got {options!r}"
+        ) from None
+    return _load_dataset(name, root, options)
+
+
+@lru_cache(maxsize=4)
+def _load_dataset(
+    name: str, root: Optional[str], options: tuple[tuple[str, Any], ...]
+) -> Union[GraphDataset, RatingDataset]:
     kwargs = dict(options)
     if name.startswith("movielens-"):
         # The paper's graph: rated movies only (6,040 + 3,706 nodes for ML-1M).
@@ -145,10 +164,12 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
     Raises:
         DatasetNotFoundError: the dataset is neither on disk nor downloadable.
         ConfigError: the dataset lacks an attribute ``cfg.attribute`` names (or has none),
-            or its split leaves nothing to train on or to score (an empty test split).
+            or its split leaves nothing to train on or to score (an empty test split), or
+            ``cfg.device`` names a CUDA device this machine lacks.
         ValueError, OSError: a dataset file is malformed or unreadable, or a loader option
             has a bad value (the message says which).
     """
+    _check_device_present(cfg.device)
     dataset = load_dataset(cfg.dataset, cfg.root, cfg.dataset_options)
     setup = setup_for(dataset)
     if setup.check_data is not None:
@@ -174,6 +195,21 @@ def prepare(cfg: ExperimentConfig) -> Prepared:
         pretrain_epochs=pretrain,
         attacks=attacks,
     )
+
+
+def _check_device_present(device: str) -> None:
+    """Raises ConfigError when ``device`` (as ExperimentConfig stores it) is a CUDA device
+    this machine lacks: torch would fail only once the run starts (an AssertionError from
+    deep inside torch.cuda when it has no CUDA, after the dataset has loaded)."""
+    if device == "cpu":
+        return
+    if not torch.cuda.is_available():
+        raise ConfigError("device", f"device {device!r}: no CUDA device is available")
+    index, count = torch.device(device).index, torch.cuda.device_count()
+    if index is not None and index >= count:
+        raise ConfigError(
+            "device", f"device {device!r}: the CUDA devices are cuda:0..cuda:{count - 1}"
+        )
 
 
 def _default_attribute(dataset: Any, setup: Setup) -> str:
