@@ -87,6 +87,13 @@ class EmbeddingEncoder(nn.Module):
         if ids.dim() != 1:  # [1, B] ids failed in BatchNorm on a [1, B, D] tensor
             raise ValueError(f"ids must be a 1-D tensor of node ids, got shape {list(ids.shape)}")
         sampled = is_blocks(graph)
+        if self.convs and not sampled and not isinstance(graph, Graph):
+            # An edge_index failed with "'Tensor' object has no attribute 'num_nodes'".
+            raise TypeError(
+                "graph must be a galfast.Graph or a list of sampled Blocks, got "
+                f"{type(graph).__name__}; build one with Graph.from_edge_index(edge_index, "
+                "num_nodes=...)"
+            )
         if self.convs and not sampled and ids.numel() != graph.num_nodes:
             raise ValueError(
                 f"message passing needs all {graph.num_nodes} node ids, got {ids.numel()}"

@@ -92,10 +92,13 @@ def csr_from_coo(
 
 def _sorted_by_row_then_col(rows: Tensor, cols: Tensor) -> bool:
     """The edges are in (row, col) order already (ties allowed)."""
+    if torch.compiler.is_compiling():
+        # Reading values would break the traced graph: sort, as before. Checked first: after a
+        # nonzero (e.g. self loops removed) numel() is data-dependent, and even comparing it
+        # to 2 fails under fullgraph=True and torch.export.
+        return False
     if rows.numel() < 2:
         return True
-    if torch.compiler.is_compiling():
-        return False  # reading values would break the traced graph: sort, as before
     step = rows[1:] - rows[:-1]
     return bool(((step > 0) | ((step == 0) & (cols[1:] >= cols[:-1]))).all())
 

@@ -9,7 +9,20 @@ import torch
 from torch import Tensor
 
 from galfast.graph import Graph
-from galfast.ops import aggregate
+from galfast.ops import aggregate as fused_aggregate
+
+_HALF = (torch.bfloat16, torch.float16)
+
+
+def aggregate(graph: Graph, x: Tensor, weight: Optional[Tensor] = None, **kwargs) -> Tensor:
+    """:func:`galfast.ops.aggregate`, also for a half-precision ``x`` under CPU autocast (a
+    Linear there outputs bfloat16 / float16, which the CPU kernels do not take): summed in
+    float32 and returned in ``x``'s dtype, as PyG's scatter returns it. The CUDA kernels take
+    half types themselves."""
+    if x.dtype not in _HALF or x.device.type != "cpu" or not torch.is_autocast_enabled("cpu"):
+        return fused_aggregate(graph, x, weight, **kwargs)
+    weight = None if weight is None else weight.float()
+    return fused_aggregate(graph, x.float(), weight, **kwargs).to(x.dtype)
 
 
 def aggregate_nodes(graph: Graph, x: Tensor, weight: Optional[Tensor] = None, **kwargs) -> Tensor:

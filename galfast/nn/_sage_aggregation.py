@@ -24,7 +24,7 @@ from torch import Tensor
 
 from galfast.graph import Graph
 from galfast.nn._message_edges import MessageEdges
-from galfast.ops import aggregate
+from galfast.nn._node_features import aggregate
 
 __all__ = ["aggregated_channels", "pyg_aggregation", "run_aggregation"]
 

@@ -13,9 +13,10 @@ from galfast.graph import Graph
 from galfast.nn._block_input import block_features, cheb_block_terms
 from galfast.nn._graph_input import layer_graph
 from galfast.nn._layer_checks import check_channels, check_features, split_features
+from galfast.nn._node_features import aggregate
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
-from galfast.ops import Block, aggregate, block_aggregate
+from galfast.ops import Block, block_aggregate
 
 __all__ = ["ChebConv"]
 

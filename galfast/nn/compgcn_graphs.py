@@ -67,6 +67,16 @@ def compgcn_graphs(
     num_relations = _count("num_relations", num_relations)
     # PyG's EdgeIndex has no storage of its own: read, and copy, the tensor it wraps.
     data = plain_tensor(edge_index)
+    if torch.compiler.is_compiling() and num_nodes is not None:
+        # torch.compile and torch.export trace no id()-keyed cache and no check that reads
+        # values (as layer_graph's edge_index path): build every call; the kernel checks ids.
+        types = _index_tensor("edge_type", edge_type)
+        if types.numel():  # a traced check: it raises when the compiled graph runs
+            torch._assert_async(
+                ((types >= 0) & (types < num_relations)).all(),
+                f"edge_type must lie in [0, num_relations = {num_relations})",
+            )
+        return _build(data, types, num_nodes, num_relations)
     hit = _CACHE.get(id(edge_index))
     if hit is not None:
         ref, version, copy, type_copy, key, graphs = hit

@@ -164,6 +164,8 @@ def cheb_gcn_form(
         return None  # a tensor is checked by cheb_norm, without a host sync here
     if graph.edge_weight is not None:
         return None
+    if torch.compiler.is_compiling():
+        return None  # the degree check reads values, which a traced graph cannot (cheb_norm can)
     target, _ = self_loops_removed(graph)
     balanced = target.cached(
         ("nn", "in_degree_equals_out_degree"),

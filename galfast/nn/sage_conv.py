@@ -22,9 +22,10 @@ from galfast.nn._layer_checks import (
     split_features,
 )
 from galfast.nn._message_edges import message_edges
+from galfast.nn._node_features import aggregate
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn._sage_aggregation import aggregated_channels, pyg_aggregation, run_aggregation
-from galfast.ops import Block, aggregate
+from galfast.ops import Block
 
 __all__ = ["SAGEConv"]
 

@@ -101,11 +101,14 @@ class Set2Set(Unscriptable):
         if index.dtype not in (torch.int64, torch.int32):
             raise ValueError(f"index must hold int64 graph ids, got {index.dtype}")
         index = index.long()
-        if index.numel() and int(index.min()) < 0:
+        # torch.compile / torch.export cannot trace checks that read values: with dim_size
+        # given they are skipped there (index_add and the gathers check the ids themselves).
+        checked = not (torch.compiler.is_compiling() and dim_size is not None)
+        if checked and index.numel() and int(index.min()) < 0:
             raise ValueError("index holds a negative graph id")
         if dim_size is None:
             dim_size = int(index.max()) + 1 if index.numel() else 0
-        elif index.numel() and int(index.max()) >= dim_size:
+        elif checked and index.numel() and int(index.max()) >= dim_size:
             raise ValueError(f"index holds graph id {int(index.max())} >= dim_size {dim_size}")
         layers = self.lstm.num_layers
         state = (
