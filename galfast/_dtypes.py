@@ -83,6 +83,8 @@ def finite_since_scanned(t: torch.Tensor) -> bool:
     in-place change moves its version counter. The scan reads the values on the host, which on
     a GPU is a synchronisation: about 35 us a call for the same edge weights passed on every
     call (issue 19). As with a Graph's own tensors, an edit through ``.data`` is not seen."""
+    if t.is_inference():  # no version counter to remember it by
+        return all_finite(t)
     if _FOUND_FINITE.get(t) == t._version:
         return True
     if not all_finite(t):
@@ -101,9 +103,12 @@ def fits_dtype(t: torch.Tensor, dtype: torch.dtype) -> bool:
     :func:`finite_since_scanned` is, as the same weights come back every call."""
     if torch.finfo(dtype).max >= torch.finfo(t.dtype).max:
         return True
+    fits = not t.numel() or float(t.detach().abs().max()) <= torch.finfo(dtype).max
+    if t.is_inference():  # no version counter to remember it by
+        return fits
     if _FOUND_FITTING.get(t) == (t._version, dtype):
         return True
-    if t.numel() and float(t.detach().abs().max()) > torch.finfo(dtype).max:
+    if not fits:
         return False
     _FOUND_FITTING[t] = (t._version, dtype)
     return True

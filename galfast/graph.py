@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import operator
 import os
@@ -72,6 +73,28 @@ def _index_tensor(name: str, t: Any) -> Tensor:
     if t.dtype not in _INDEX_DTYPES:
         raise ValueError(f"{name} must hold integer indices (int64 or int32), got {t.dtype}")
     return plain_tensor(t).long().contiguous()
+
+
+def plain_tensors() -> contextlib.AbstractContextManager:
+    """A context that makes plain tensors under torch.inference_mode too, for what is cached:
+    an inference tensor kept for later could not be saved for a training step's backward.
+    (Nothing changes while torch.compile traces, which keeps no cache.)"""
+    if torch.compiler.is_compiling():
+        return contextlib.nullcontext()
+    return torch.inference_mode(False)
+
+
+def _tracked(*tensors: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
+    """The tensors, those made under torch.inference_mode copied into plain ones: an inference
+    tensor keeps no version counter (so an edit could not be seen) and could not be saved for
+    the backward of a later training step. A graph built inside inference mode is rare; the
+    copy is the price only there."""
+    if torch.compiler.is_compiling() or not any(
+        t is not None and t.is_inference() for t in tensors
+    ):
+        return tensors  # (a traced graph holds no inference tensor)
+    with plain_tensors():
+        return tuple(t.clone() if t is not None and t.is_inference() else t for t in tensors)
 
 
 def _check_index(edge_index: Any, num_nodes: Any) -> tuple[Tensor, int]:
@@ -313,6 +336,7 @@ class Graph:
         self._num_src_nodes = num_src_nodes
         _check_edge_weight(edge_weight, col.numel(), col.device)
         edge_type = _check_edge_type(edge_type, col.numel(), col.device)
+        rowptr, col, edge_weight, edge_type = _tracked(rowptr, col, edge_weight, edge_type)
         self._rowptr, self._col, self._num_nodes = rowptr, col, num_nodes
         self._edge_weight, self._edge_type = edge_weight, edge_type
         self._versions = self._tensor_versions()
@@ -420,7 +444,7 @@ class Graph:
         rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=col.device)
         rowptr[1:] = torch.cumsum(counts, 0)
         graph = cls(rowptr, col, num_nodes, edge_weight, edge_type)
-        graph._cache["row"] = row
+        graph._cache["row"] = _tracked(row)[0]
         return graph
 
     @classmethod
@@ -500,7 +524,8 @@ class Graph:
         """Returns the value cached under `key`, building it once. For derived, per-graph state
         (normalisations, layouts) that must not live inside layers."""
         if key not in self._cache:
-            self._cache[key] = build()
+            with plain_tensors():
+                self._cache[key] = build()
         return self._cache[key]
 
     # ---------------------------------------------------------------- derived structure

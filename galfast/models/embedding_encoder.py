@@ -9,6 +9,7 @@ import torch
 from torch import Tensor, nn
 
 from galfast._args import check_flag, check_int, check_real
+from galfast._versions import tensor_versions
 from galfast.graph import Graph
 from galfast.nn import BatchNorm, is_blocks, layer_graphs
 
@@ -166,13 +167,20 @@ class EmbeddingEncoder(nn.Module):
         if torch.compiler.is_compiling():
             return False  # reading values would break the traced graph: gather, as before
         checked = self.__dict__.get("_checked_ids")
-        if checked is not None and checked[0] is ids and checked[1] == ids._version:
+        version = tensor_versions([ids])[0]  # None for an inference tensor: not remembered
+        if (
+            checked is not None
+            and checked[0] is ids
+            and version is not None
+            and checked[1] == version
+        ):
             return True
         if ids.dtype not in (torch.int64, torch.int32) or not torch.equal(
             ids, torch.arange(rows, dtype=ids.dtype)
         ):
             return False
-        self.__dict__["_checked_ids"] = (ids, ids._version)
+        if version is not None:
+            self.__dict__["_checked_ids"] = (ids, version)
         return True
 
     @torch.no_grad()

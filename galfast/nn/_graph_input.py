@@ -29,7 +29,15 @@ from typing import Any, NamedTuple, Optional, Union
 import torch
 from torch import Tensor
 
-from galfast.graph import Graph, _check_index, _count, _index_tensor, lexsort, plain_tensor
+from galfast.graph import (
+    Graph,
+    _check_index,
+    _count,
+    _index_tensor,
+    lexsort,
+    plain_tensor,
+    plain_tensors,
+)
 
 __all__ = [
     "LayerGraph",
@@ -70,7 +78,15 @@ def csr_from_coo(
     rows: Tensor, cols: Tensor, num_nodes: int, num_src_nodes: Optional[int] = None
 ) -> tuple[Graph, Tensor]:
     """The Graph with edges ``cols[e] -> rows[e]``, parallel edges kept, sorted by (row, col)
-    with ties in input order; returns it and ``order``, the input position of each CSR edge."""
+    with ties in input order; returns it and ``order``, the input position of each CSR edge.
+    Both are kept by the callers' caches, so they are plain tensors under inference mode too."""
+    with plain_tensors():
+        return _csr_from_coo(rows, cols, num_nodes, num_src_nodes)
+
+
+def _csr_from_coo(
+    rows: Tensor, cols: Tensor, num_nodes: int, num_src_nodes: Optional[int]
+) -> tuple[Graph, Tensor]:
     num_src = num_nodes if num_src_nodes is None else num_src_nodes
     if _sorted_by_row_then_col(rows, cols):
         # E.g. a Graph's own edges less its self loops: the stable sort would keep every edge
@@ -114,7 +130,7 @@ def _cached(obj: Any, key: tuple, indices: tuple[Tensor, ...]) -> Optional[_Entr
     hit = _GRAPHS.get(id(obj))
     if hit is None or hit.ref() is not obj or hit.key != key:
         return None
-    if isinstance(obj, Tensor) and hit.version != obj._version:
+    if isinstance(obj, Tensor) and hit.version != _version(obj):
         return None
     if len(hit.copies) != len(indices):
         return None
@@ -123,10 +139,17 @@ def _cached(obj: Any, key: tuple, indices: tuple[Tensor, ...]) -> Optional[_Entr
     return hit
 
 
+def _version(t: Tensor) -> Optional[int]:
+    """The version counter; None for an inference tensor, which keeps none (a hit is then
+    decided by the copies alone)."""
+    return None if t.is_inference() else t._version
+
+
 def _remember(obj: Any, key: tuple, indices: tuple, graph: Graph, order: Optional[Tensor]):
     ident = id(obj)
-    version = obj._version if isinstance(obj, Tensor) else 0
-    copies = tuple(t.clone() for t in indices)
+    version = _version(obj) if isinstance(obj, Tensor) else 0
+    with plain_tensors():
+        copies = tuple(t.clone() for t in indices)
     ref = weakref.ref(obj, lambda _: _GRAPHS.pop(ident, None))
     _GRAPHS[ident] = _Entry(ref, version, copies, key, graph, order)
 

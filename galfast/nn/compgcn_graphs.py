@@ -9,7 +9,8 @@ from typing import NamedTuple, Optional
 import torch
 from torch import Tensor
 
-from galfast.graph import Graph, _check_index, _count, _index_tensor, plain_tensor
+from galfast._versions import tensor_versions
+from galfast.graph import Graph, _check_index, _count, _index_tensor, plain_tensor, plain_tensors
 from galfast.nn._graph_input import csr_from_coo
 
 __all__ = ["CompGCNGraphs", "compgcn_graphs"]
@@ -82,7 +83,7 @@ def compgcn_graphs(
         ref, version, copy, type_copy, key, graphs = hit
         if (
             ref() is edge_index
-            and version == edge_index._version
+            and version == tensor_versions([edge_index])[0]
             and key == (num_nodes, num_relations)
             and torch.equal(copy, data)
             and isinstance(edge_type, Tensor)
@@ -104,13 +105,14 @@ def compgcn_graphs(
             f"must lie in [0, num_relations = {num_relations}) (pass the triples without their "
             "inverses: the layer adds them)"
         )
-    graphs = _build(checked, types, nodes, num_relations)
+    with plain_tensors():  # kept for later calls, training ones too
+        graphs = _build(checked, types, nodes, num_relations)
+        copies = data.clone(), types.clone()
     key = id(edge_index)
     _CACHE[key] = (
         weakref.ref(edge_index, lambda _: _CACHE.pop(key, None)),
-        edge_index._version,
-        data.clone(),
-        types.clone(),
+        tensor_versions([edge_index])[0],  # None for an inference tensor: the copies decide
+        *copies,
         (num_nodes, num_relations),
         graphs,
     )

@@ -17,7 +17,7 @@ from galfast._dtypes import (
     kernel_dtype,
 )
 from galfast._native import _C
-from galfast.graph import Graph, check_op_graph
+from galfast.graph import Graph, check_op_graph, plain_tensors
 from galfast.ops._eager import composition_grads, eager_function, tracing
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.segment_plan import num_segments, segment_plan
@@ -51,7 +51,8 @@ def _new_outputs(rowptr: Tensor, x: Tensor, mode: int) -> tuple[Tensor, Tensor]:
 def _no_arg(device: torch.device) -> Tensor:
     arg = _NO_ARG.get(device)
     if arg is None:
-        arg = _NO_ARG[device] = torch.empty(0, dtype=torch.long, device=device)
+        with plain_tensors():  # saved for backward by later training calls too
+            arg = _NO_ARG[device] = torch.empty(0, dtype=torch.long, device=device)
     return arg
 
 
