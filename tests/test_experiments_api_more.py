@@ -10,6 +10,7 @@ import urllib.request
 import numpy as np
 import pytest
 import torch
+from test_experiments_api_inputs import GRAPH, tiny
 
 from galfast.experiments import (
     ConfigError,
@@ -20,20 +21,6 @@ from galfast.experiments import (
     run_experiment,
 )
 from galfast.gal import parse_pairing
-
-GRAPH = (("num_nodes", 40), ("num_features", 4), ("avg_degree", 4.0))
-TINY = dict(
-    dataset="synthetic-graph",
-    epochs=1,
-    attacker_epochs=1,
-    attacks=("node",),
-    attackers=("linear",),
-    dataset_options=GRAPH,
-)
-
-
-def tiny(**fields) -> ExperimentConfig:
-    return ExperimentConfig(**{**TINY, **fields})
 
 
 def round_trip(cfg: ExperimentConfig) -> ExperimentConfig:
