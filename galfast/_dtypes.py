@@ -97,18 +97,22 @@ def finite_since_scanned(t: torch.Tensor) -> bool:
 _FOUND_FITTING = WeakIdKeyDictionary()
 
 
+def largest_magnitude(t: torch.Tensor) -> float:
+    """``max |t|`` of a non-empty tensor, read on the host."""
+    return float(t.detach().abs().max())
+
+
 def fits_dtype(t: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether the finite floating tensor `t` converts to `dtype` without overflowing to an
     infinity (always where `dtype` reaches as far as t's); remembered as
     :func:`finite_since_scanned` is, as the same weights come back every call."""
     if torch.finfo(dtype).max >= torch.finfo(t.dtype).max:
         return True
-    fits = not t.numel() or float(t.detach().abs().max()) <= torch.finfo(dtype).max
-    if t.is_inference():  # no version counter to remember it by
-        return fits
-    if _FOUND_FITTING.get(t) == (t._version, dtype):
+    remembered = not t.is_inference()  # an inference tensor has no version counter
+    if remembered and _FOUND_FITTING.get(t) == (t._version, dtype):
         return True
-    if not fits:
+    if t.numel() and largest_magnitude(t) > torch.finfo(dtype).max:
         return False
-    _FOUND_FITTING[t] = (t._version, dtype)
+    if remembered:
+        _FOUND_FITTING[t] = (t._version, dtype)
     return True

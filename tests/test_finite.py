@@ -71,6 +71,26 @@ def test_a_scanned_tensor_is_read_again_only_after_an_in_place_change(monkeypatc
     assert dtypes.finite_since_scanned(t) and len(reads) == 4
 
 
+def test_a_fitting_tensor_is_read_again_only_after_an_in_place_change(monkeypatch):
+    # The range check reads the values on the host (a wait on a GPU): the same weights come
+    # back every call, so a fit is remembered until the version counter moves.
+    import galfast._dtypes as dtypes
+
+    reads = []
+    largest = dtypes.largest_magnitude
+    monkeypatch.setattr(dtypes, "largest_magnitude", lambda t: reads.append(1) or largest(t))
+    t = torch.rand(50, dtype=torch.float64)
+    assert dtypes.fits_dtype(t, torch.float32) and dtypes.fits_dtype(t, torch.float32)
+    assert len(reads) == 1
+    t[3] = 1e300  # moves the counter: read again, and never remembered as fitting
+    assert not dtypes.fits_dtype(t, torch.float32) and len(reads) == 2
+    assert not dtypes.fits_dtype(t, torch.float32) and len(reads) == 3
+    with torch.inference_mode():  # no counter: read every call
+        u = torch.rand(3, dtype=torch.float64)
+    assert dtypes.fits_dtype(u, torch.float32) and dtypes.fits_dtype(u, torch.float32)
+    assert len(reads) == 5
+
+
 def test_aggregate_sees_a_nan_written_into_weights_it_accepted_before():
     g = Graph.from_edge_index(torch.tensor([[0, 1, 2], [1, 2, 0]]), 3)
     w = torch.rand(3)

@@ -50,9 +50,15 @@ METRIC_RANGE: dict[str, tuple[float, Optional[float]]] = {
 }
 
 
-def clipped_interval(metric: str, low: float, high: float) -> tuple[float, float]:
-    """``(low, high)`` within the values ``metric`` can take (unchanged for an unknown one)."""
-    floor, ceiling = METRIC_RANGE.get(metric, (None, None))
+def clipped_interval(
+    metric: str,
+    low: float,
+    high: float,
+    ranges: Optional[dict[str, tuple[float, Optional[float]]]] = None,
+) -> tuple[float, float]:
+    """``(low, high)`` within the values ``metric`` can take (unchanged for an unknown one);
+    ``ranges`` (default :data:`METRIC_RANGE`) says which, the plots' adds the task metrics."""
+    floor, ceiling = (METRIC_RANGE if ranges is None else ranges).get(metric, (None, None))
     if floor is not None:
         low, high = max(low, floor), max(high, floor)
     if ceiling is not None:

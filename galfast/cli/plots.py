@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from galfast.audit.metrics import METRIC_RANGE as ATTACK_METRIC_RANGE
+from galfast.audit.metrics import clipped_interval
 from galfast.cli.files import save_figure
 
 __all__ = ["METRIC_RANGE", "figure_formats", "plot_tradeoff", "pyplot"]
@@ -106,7 +107,6 @@ def _band(ax, lams, stats, label, metric, ci_over, color=None) -> None:
         n = str(counts[0]) if len(counts) == 1 else f"{counts[0]}-{counts[-1]}"
         label = f"{label} (95% CI, {n} {ci_over})"
     (line,) = ax.plot(lams, means, marker="o", label=label, color=color)
-    low, high = METRIC_RANGE.get(metric, (None, None))
-    lower = [m - h if low is None else max(low, m - h) for m, h in zip(means, half)]
-    upper = [m + h if high is None else min(high, m + h) for m, h in zip(means, half)]
+    bands = [clipped_interval(metric, m - h, m + h, METRIC_RANGE) for m, h in zip(means, half)]
+    lower, upper = [low for low, _ in bands], [high for _, high in bands]
     ax.fill_between(lams, lower, upper, color=line.get_color(), alpha=0.2)
