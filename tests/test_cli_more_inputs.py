@@ -110,7 +110,7 @@ def test_tsne_colours_a_multilabel_node_by_its_first_label(monkeypatch, tmp_path
 
 
 def test_audit_reads_embeddings_saved_with_requires_grad_without_a_warning(tmp_path, capsys):
-    z = torch.randn(40, 3)
+    z = torch.randn(40, 3, generator=torch.Generator().manual_seed(0))  # a split of both classes
     labels = (z[:, 0] > 0).long()
     torch.save(z.requires_grad_(), tmp_path / "z.pt")  # a model's output, not detached
     torch.save(labels, tmp_path / "y.pt")

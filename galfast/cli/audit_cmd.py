@@ -12,7 +12,7 @@ from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
 from galfast.audit.checks import check_standardisable
 from galfast.cli.errors import UsageError
-from galfast.cli.files import check_writable, write_json
+from galfast.cli.files import check_not_an_input, check_writable, write_json
 from galfast.cli.options import comma_list, pairing_list, path_name, positive_int, seed_value
 from galfast.gal import SensitiveAttribute, parse_pairing
 from galfast.graph import Graph
@@ -202,6 +202,8 @@ def main(args: argparse.Namespace) -> int:
             "--labels must give at least two known values (>= 0) of at least two classes"
         )
     if args.json is not None:
+        inputs = {"EMBEDDINGS": args.embeddings, "--labels": args.labels, "--graph": args.graph}
+        check_not_an_input(args.json, "--json", inputs)
         check_writable(args.json, "--json")
     classes = int(values.max()) + 1
     kind = "binary" if classes <= 2 else "categorical"

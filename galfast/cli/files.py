@@ -11,15 +11,16 @@ import json
 import math
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any, Callable, Optional
 
 from galfast.cli.errors import UsageError
 
 __all__ = [
     "atomic_write",
     "check_folder_writable",
+    "check_not_an_input",
     "check_writable",
     "save_figure",
     "write_csv",
@@ -38,8 +39,12 @@ def check_folder_writable(folder: os.PathLike, option: str) -> None:
     """Creates ``folder`` if needed and checks a file can be created in it; else UsageError
     naming ``option``."""
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise UsageError(f"{option}: {folder} is a file, expected a folder")
+    # The folder or the first of its parents that exists: a file there (--out results.json
+    # for a folder) would fail the mkdir with "Not a directory" about a path never typed.
+    existing = next((p for p in (folder, *folder.parents) if os.path.lexists(p)), None)
+    if existing is not None and not existing.is_dir():
+        what = "a symlink to nothing" if not existing.exists() else "a file"
+        raise UsageError(f"{option}: {existing} is {what}, expected a folder")
     _make_folder(folder, option)
     probe = folder / f".galfast-write-check.{os.getpid()}.{secrets.token_hex(4)}"
     try:
@@ -67,6 +72,28 @@ def check_writable(path: os.PathLike, option: str) -> None:
             "name a file to write"
         )
     check_folder_writable(_target(path).parent, option)
+
+
+def check_not_an_input(
+    path: os.PathLike, option: str, inputs: Mapping[str, Optional[os.PathLike]]
+) -> None:
+    """Refuses (UsageError naming ``option``) an output ``path`` that is the same file as one of
+    the command's ``inputs`` (what names it -> its path, None where not given): through a
+    symlink, a hard link or another spelling of the path, writing it would replace the input
+    the command has just read."""
+    for what, source in inputs.items():
+        if source is not None and _same_file(path, source):
+            raise UsageError(
+                f"{option} {path} is the same file as {what} {source}: writing it would "
+                "overwrite that input; name another file"
+            )
+
+
+def _same_file(first: os.PathLike, second: os.PathLike) -> bool:
+    try:
+        return os.path.samefile(first, second)
+    except OSError:  # one is absent (or unreadable): the same file only by its resolved path
+        return os.path.realpath(first) == os.path.realpath(second)
 
 
 def atomic_write(path: os.PathLike, write: Callable[[IO], None], *, binary: bool = False) -> None:

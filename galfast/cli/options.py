@@ -198,6 +198,7 @@ def add_experiment_options(parser: argparse.ArgumentParser, *, seeds: bool = Tru
     )
     parser.add_argument(
         "--root",
+        type=path_name,
         default=None,
         help="folder holding the raw files (e.g. ~/data/planetoid); default: the bundled Cora, "
         "else the download cache ($GALFAST_DATA or ~/.cache/galfast)",

@@ -12,12 +12,14 @@ from galfast._args import check_flag, check_int
 from galfast.datasets._generator_args import check_held_out
 from galfast.datasets.bundled import BUNDLED_DIR, load_bundled
 from galfast.datasets.download import (
+    ChecksumError,
     DatasetNotFoundError,
     Resource,
     check_opener,
     check_root,
     data_dir,
     fetch,
+    verify_file,
 )
 from galfast.datasets.graph_dataset import GraphDataset, build_graph_dataset
 from galfast.datasets.planetoid_raw import (
@@ -125,6 +127,29 @@ def _from_cache(
     return folder, failed
 
 
+def _check_cached(folder: Path, name: str, download: bool) -> None:
+    """Checks each of ``name``'s raw files in the download cache against its SHA-256 (a few MB
+    to hash): a file cut short or edited there would fail later as an unpickling error, or
+    load as other data. Raises ChecksumError naming the file and what to do."""
+    for resource in planetoid_resources(name).values():
+        path = folder / resource.filename
+        if not path.is_file():
+            continue
+        try:
+            verify_file(path, resource)
+        except ChecksumError:
+            again = (
+                "delete it and galfast downloads it again"
+                if download
+                else "delete it and load with download=True to fetch it again"
+            )
+            raise ChecksumError(
+                f"{path} in galfast's download cache is damaged or edited (its SHA-256 is not "
+                f"that of {resource.url}): {again}, or put an intact copy there. A copy of "
+                "another release belongs in a folder passed as root, which is read as it is."
+            ) from None
+
+
 def _notes(name: str, raw: PlanetoidRaw, missing_features: str) -> tuple[str, ...]:
     notes = []
     if raw.features is None:
@@ -164,8 +189,10 @@ def planetoid(
     ``planetoid/`` subfolder that does); else the cache (``$GALFAST_DATA/planetoid`` or
     ``~/.cache/galfast/planetoid``) when complete; else, for Cora, the copy bundled with
     galfast; else the files are downloaded into the cache and verified against their SHA-256.
-    Files under ``root`` or already in the cache are read as they are: a damaged pickle fails
-    to parse, by name, but an edited one is not detected. If a feature file
+    Files already in the cache are verified against the same SHA-256 each load (a
+    :class:`~galfast.datasets.download.ChecksumError` names a damaged or edited one, to delete).
+    Files under ``root`` are read as they are (they may be another release): a damaged pickle
+    fails to parse, by name, but an edited one is not detected. If a feature file
     (``allx``, ``tx``) cannot be had, the dataset loads structure-only: ``x is None``, a note in
     ``notes`` and a :class:`MissingFeaturesWarning`.
 
@@ -180,6 +207,7 @@ def planetoid(
     Raises:
         DatasetNotFoundError: a structure file is unavailable; the message lists the files,
             their URLs and where to put them.
+        ChecksumError: a file in the cache is not the published one.
 
     Example:
         >>> ds = planetoid("cora")          # offline: the bundled copy
@@ -202,11 +230,13 @@ def planetoid(
         absent = [f"ind.{name}.{part}" for part in FEATURE_PARTS if not _has(folder, name, (part,))]
         missing_features = f"{', '.join(absent)} not in {folder}"
     elif _has(data_dir() / "planetoid", name, STRUCTURE_PARTS + FEATURE_PARTS):
+        _check_cached(data_dir() / "planetoid", name, download)
         raw = read_planetoid_raw(data_dir() / "planetoid", name)
     elif name == "cora":
         raw = load_bundled(BUNDLED_DIR / "cora.npz")
     else:
         folder, failed = _from_cache(name, download, opener)
+        _check_cached(folder, name, download)
         raw = read_planetoid_raw(folder, name)
         missing_features = "; ".join(
             f"ind.{name}.{p} unavailable ({why})" for p, why in failed.items()

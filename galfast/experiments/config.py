@@ -335,6 +335,9 @@ def _normalised(name: str, value: Any) -> Any:
     for key, _ in pairs:
         if not isinstance(key, str):
             raise ValueError(f"{name}: option names must be strings, got {key!r}")
+    # Sorted by name: the same options in another order are the same run (one cached load,
+    # one record, one printed line).
+    pairs = sorted(pairs, key=lambda pair: pair[0])
     return tuple((key, plain_number(_plain_flag(option))) for key, option in pairs)
 
 

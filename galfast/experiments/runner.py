@@ -88,6 +88,11 @@ def load_dataset(
             f"load_dataset: options must be (key, value) pairs of plain values or a dict, "
             f"and name and root plain values; got {options!r}"
         ) from None
+    # Keyword arguments have no order: one cached load whatever order the options come in.
+    if isinstance(options, tuple) and all(
+        isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str) for pair in options
+    ):
+        options = tuple(sorted(options, key=lambda pair: pair[0]))
     return _load_dataset(name, root, options)
 
 

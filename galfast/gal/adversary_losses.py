@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from galfast.gal.adversary_targets import check_adversary_inputs
 from galfast.gal.sensitive import KINDS
 
 __all__ = ["DISTANCES", "adversary_loss", "clip_weights", "tv_loss", "wasserstein_gap"]
@@ -43,15 +44,19 @@ def check_outputs(name: str, kind: str, outputs: Tensor, targets: Tensor, expect
         )
 
 
-def tv_loss(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
+def tv_loss(outputs: Tensor, targets: Tensor, kind: str, *, check_targets: bool = True) -> Tensor:
     r"""The TV adversary's loss :math:`\varepsilon_A` surrogate, by attribute kind.
 
     - binary: BCE on one logit ``[K]``/``[K, 1]``, or cross-entropy on two scores ``[K, 2]``;
     - categorical: cross-entropy on ``[K, C]`` scores, ``targets`` ``[K]`` class ids;
     - multilabel: mean BCE over ``[K, L]`` logits and 0/1 targets;
     - continuous: mean squared error between ``[K, D]`` predictions and targets.
+
+    Shapes and dtypes are checked always; ``check_targets=False`` skips the check of the
+    targets' values (one wait for the device), for targets a SensitiveAttribute has checked.
     """
     _check_kind(kind)
+    check_adversary_inputs(outputs, targets, kind, values=check_targets)
     if kind == "binary" and _binary_logits(outputs):
         return F.binary_cross_entropy_with_logits(outputs.view(-1), targets.to(outputs.dtype))
     if kind in ("binary", "categorical"):
@@ -85,7 +90,9 @@ def _binary_gap(scores: Tensor, labels: Tensor) -> Tensor:
     return torch.where((n_ones > 0) & (n_zeros > 0), gap.abs(), scores.sum() * 0)
 
 
-def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
+def wasserstein_gap(
+    outputs: Tensor, targets: Tensor, kind: str, *, check_targets: bool = True
+) -> Tensor:
     r"""The critic's estimate of the Wasserstein-1 distance between class-conditional embedding
     distributions (the dual form, the critic kept Lipschitz by weight clipping).
 
@@ -105,6 +112,8 @@ def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
 
     Example (hand-computed): scores ``[[1, 0], [3, 0], [0, 5]]``, classes ``[0, 0, 1]``:
     ``pbar_0 = (1 + 3) / 2 = 2``, ``pbar_1 = 5``, gap ``3``.
+
+    ``check_targets`` as in :func:`tv_loss`.
     """
     _check_kind(kind)
     if kind == "continuous":
@@ -113,6 +122,7 @@ def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
             "(binary, categorical, multilabel); use distance='tv' (MSE) for "
             "continuous ones"
         )
+    check_adversary_inputs(outputs, targets, kind, values=check_targets)
     if kind == "binary":
         scores = outputs.view(-1) if _binary_logits(outputs) else outputs[:, 1] - outputs[:, 0]
         return _binary_gap(scores, targets)
@@ -122,14 +132,17 @@ def wasserstein_gap(outputs: Tensor, targets: Tensor, kind: str) -> Tensor:
     return torch.stack(gaps).mean()
 
 
-def adversary_loss(outputs: Tensor, targets: Tensor, kind: str, distance: str) -> Tensor:
+def adversary_loss(
+    outputs: Tensor, targets: Tensor, kind: str, distance: str, *, check_targets: bool = True
+) -> Tensor:
     """The loss the adversary optimizer *minimises*: ``tv_loss`` for ``"tv"`` and
     ``-wasserstein_gap`` for ``"wasserstein"`` (the critic maximises the gap; through the
-    gradient reversal the encoder then minimises it)."""
+    gradient reversal the encoder then minimises it). ``check_targets`` as in
+    :func:`tv_loss`."""
     if distance == "tv":
-        return tv_loss(outputs, targets, kind)
+        return tv_loss(outputs, targets, kind, check_targets=check_targets)
     if distance == "wasserstein":
-        return -wasserstein_gap(outputs, targets, kind)
+        return -wasserstein_gap(outputs, targets, kind, check_targets=check_targets)
     raise ValueError(f"distance must be one of {DISTANCES}, got {distance!r}")
 
 

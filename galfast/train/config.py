@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional, Union
 
+import torch
+
 from galfast._dtypes import as_int
 from galfast.gal.adversary_losses import DISTANCES
 from galfast.gal.pairing import WALK_MODES, Pairing, PairingSpec, check_walkable, parse_pairing
@@ -27,7 +29,10 @@ def check_number(
 ) -> Union[int, float]:
     """``value`` as a Python int (``integer``) or number; ValueError unless it is a finite number
     (NumPy's too; an integer of any type if ``integer``) at least ``minimum`` (above it if
-    ``strict``); bools are not numbers here."""
+    ``strict``); bools are not numbers here. A 0-d real tensor is taken as its value, as
+    galfast._args takes it; one that requires grad is refused (the setting would not train)."""
+    if isinstance(value, torch.Tensor):
+        value = _tensor_number(name, value)
     if integer:
         number = as_int(value)
     else:
@@ -41,6 +46,24 @@ def check_number(
             f"{name} must be {what} {'>' if strict else '>='} {minimum}, got {value!r}"
         )
     return number
+
+
+def _tensor_number(name: str, value: torch.Tensor) -> Union[int, float]:
+    """A 0-d real tensor's value; ValueError naming what else it is."""
+    if value.requires_grad:
+        raise ValueError(
+            f"{name} must be a number, got a tensor that requires grad: a setting is not "
+            "trained; pass its value (float(t.detach()))"
+        )
+    if value.dim() != 0:
+        raise ValueError(
+            f"{name} must be a number or a 0-d tensor, got a tensor of shape {tuple(value.shape)}"
+        )
+    if value.is_meta:
+        raise ValueError(f"{name} must be a number, got a meta tensor (which holds no value)")
+    if value.is_complex() or value.dtype == torch.bool:
+        raise ValueError(f"{name} must be a real number, got a {value.dtype} tensor {value!r}")
+    return value.item()
 
 
 @dataclass(frozen=True)
