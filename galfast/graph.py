@@ -78,10 +78,20 @@ def _index_tensor(name: str, t: Any) -> Tensor:
 def plain_tensors() -> contextlib.AbstractContextManager:
     """A context that makes plain tensors under torch.inference_mode too, for what is cached:
     an inference tensor kept for later could not be saved for a training step's backward.
-    (Nothing changes while torch.compile traces, which keeps no cache.)"""
+    Under torch.func transforms, outside them: a tensor made inside one is wrapped for that
+    transform and dead once it returns. (Nothing changes while torch.compile traces, which
+    keeps no cache.)"""
     if torch.compiler.is_compiling():
         return contextlib.nullcontext()
+    if torch._C._are_functorch_transforms_active():
+        return _outside_transforms()
     return torch.inference_mode(False)
+
+
+@contextlib.contextmanager
+def _outside_transforms():
+    with torch._C._DisableFuncTorch(), torch.inference_mode(False):
+        yield
 
 
 def _tracked(*tensors: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:

@@ -36,6 +36,8 @@ def bilinear_forms(z_src: Tensor, bases: Tensor, z_dst: Tensor) -> Tensor:
         )
     num_bases, _, cols = bases.shape
     projected = (z_src @ _side_by_side(bases)).view(z_src.size(0), num_bases, cols)
+    if torch._C._are_functorch_transforms_active():  # torch.func runs no ctx-in-forward Function
+        return torch.bmm(projected, z_dst.unsqueeze(2)).squeeze(2)
     return _RowDots.apply(projected, z_dst)
 
 

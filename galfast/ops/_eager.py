@@ -6,7 +6,9 @@ filling, the autograd wrapper, a redispatch), and an op whose backward calls fur
 pays it again there. On a GPU, where a MovieLens-size aggregation takes tens of microseconds,
 that dispatch is most of a training step. So the public wrappers call a plain
 ``torch.autograd.Function`` built from the *same* forward implementation, setup_context and
-backward when nothing is being traced, and the custom op when something is.
+backward when nothing is being traced, and the custom op when something is. functorch runs
+neither (both set up their context inside ``forward``): under torch.func transforms the
+wrappers call a third form, ``_functorch.functorch_function``.
 
 Even that Function's ``apply`` costs about 1 us per argument (functorch's dead-wrapper scan,
 autograd's per-input bookkeeping), which on a small graph is a large part of a call: an op
@@ -107,17 +109,26 @@ def composition_grads(
 ) -> tuple[Optional[Tensor], ...]:
     """The gradients of ``compose(*inputs)`` (an op's forward in differentiable torch ops) for
     the ``wanted`` inputs, with a graph of their own: what a backward under
-    ``create_graph=True`` returns, where the kernels' gradients would record none. Each input
-    is read through an alias made here, so an input computed from another (GATConv's logits
-    from its features) gets its own partial derivative only: autograd.grad with respect to
-    the inputs themselves would also follow the path from one input back to the other, which
-    the outer backward follows again. Zeros for a wanted input that no output reads."""
+    ``create_graph=True`` returns, where the kernels' gradients would record none. They are
+    partial derivatives: an input computed from another (GATConv's logits from its features)
+    gets its own only, as the outer backward follows the path from one to the other itself.
+    Zeros for a wanted input that no output reads.
+
+    torch.func.vjp takes them, not autograd.grad: it differentiates with respect to its own
+    wrappers of the inputs (so, partially), also inside torch.func transforms (jacrev's vmap of
+    a vjp, where requires_grad_ is refused) and for the saved inputs of a torch.func.vjp that
+    has returned (dead wrappers, read here by value), and its results stay differentiable by
+    every enclosing transform and by autograd."""
+    inputs = [None if t is None else torch._C._functorch.unwrap_if_dead(t) for t in inputs]
+    picked = [t for t, want in zip(inputs, wanted) if want]
+    if not picked:
+        return (None,) * len(inputs)
+
+    def of_picked(*values: Tensor) -> Tensor:
+        values = iter(values)
+        return compose(*(next(values) if want else t for t, want in zip(inputs, wanted)))
+
     with torch.enable_grad():
-        aliases = [None if t is None else t.view_as(t) for t in inputs]
-        out = compose(*aliases)
-    picked = [alias for alias, want in zip(aliases, wanted) if want]
-    grads = [None] * len(picked)
-    if picked and out.requires_grad:  # not where no output reads an input (no edges)
-        grads = torch.autograd.grad(out, picked, grad, create_graph=True, allow_unused=True)
-    grads = iter(torch.zeros_like(a) if g is None else g for a, g in zip(picked, grads))
+        _, vjp_fn = torch.func.vjp(of_picked, *picked)
+        grads = iter(vjp_fn(grad))
     return tuple(next(grads) if want else None for want in wanted)

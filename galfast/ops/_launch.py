@@ -16,6 +16,7 @@ import torch
 from torch import Tensor
 
 from galfast._native import _C
+from galfast.ops._functorch import register_loop_vmap
 
 __all__ = ["kernel_op", "ptr", "run_kernel", "sync_cpu_threads"]
 
@@ -85,7 +86,8 @@ def kernel_op(
     ``outputs(...)``. `outputs` is the op's shape function: it allocates the op's outputs from
     the body's arguments of the same names, and the body allocates its outputs with it too, so
     the real and the traced shapes cannot drift apart. `mutates_args` names the arguments the
-    body writes into (such an op has no autograd)."""
+    body writes into (such an op has no autograd). An op that writes nothing gets a vmap rule
+    (one call per sample: the backward of a vmapped op runs kernel ops)."""
     op = torch.library.custom_op(f"galfast::{name}", mutates_args=mutates_args)(body)
     signature = inspect.signature(body)
     wanted = list(inspect.signature(outputs).parameters)
@@ -96,4 +98,6 @@ def kernel_op(
         return outputs(*(bound.arguments[arg] for arg in wanted))
 
     op.register_fake(fake)
+    if not mutates_args:
+        register_loop_vmap(op)
     return op

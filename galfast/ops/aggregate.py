@@ -19,6 +19,12 @@ from galfast._dtypes import (
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph, plain_tensors
 from galfast.ops._eager import composition_grads, eager_function, tracing
+from galfast.ops._functorch import (
+    fold_features,
+    functorch_function,
+    plain_value,
+    transforms_active,
+)
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.segment_plan import num_segments, segment_plan
 
@@ -283,6 +289,10 @@ _aggregate_op.register_autograd(_backward, setup_context=_setup_context)
 _AggregateEager = eager_function(
     _aggregate_forward, _setup_context, _backward, static=12, backward_only_outputs=True
 )
+# Under torch.func transforms; x is input 12, and a vmap over x alone is one call on [N, B F].
+_AggregateFunctorch = functorch_function(
+    "aggregate", _aggregate_forward, _setup_context, _backward, fold_features(12)
+)
 
 
 def _check_inputs(
@@ -337,8 +347,13 @@ def check_edge_weight(
     if not edge_weight.dtype.is_floating_point:
         raise ValueError(f"edge_weight must be floating point, got {edge_weight.dtype}")
     capturing = edge_weight.is_cuda and torch.cuda.is_current_stream_capturing()
-    if scan and not tracing() and not capturing and not finite_since_scanned(edge_weight):
+    if scan and not tracing() and not capturing and not finite_since_scanned(_read(edge_weight)):
         raise ValueError("edge_weight contains NaN or infinite values")
+
+
+def _read(t: Tensor) -> Tensor:
+    """``t`` as a check reads its values: under torch.func transforms, the plain tensor."""
+    return plain_value(t) if transforms_active() else t
 
 
 def weight_like(edge_weight: Tensor, x: Tensor) -> Tensor:
@@ -349,7 +364,7 @@ def weight_like(edge_weight: Tensor, x: Tensor) -> Tensor:
     narrowed = edge_weight.dtype != x.dtype and not tracing()
     if narrowed and edge_weight.is_cuda and torch.cuda.is_current_stream_capturing():
         narrowed = False
-    if narrowed and not fits_dtype(edge_weight, x.dtype):
+    if narrowed and not fits_dtype(_read(edge_weight), x.dtype):
         raise ValueError(
             f"edge_weight holds values beyond the range of x's dtype "
             f"{str(x.dtype).replace('torch.', '')} (largest finite "
@@ -426,32 +441,36 @@ def apply_aggregate(
     """The aggregate kernel over `structure` (a :class:`Graph` or a sampled Block: ``rowptr``,
     ``col``, ``row``, ``hub_rows(transposed)`` and :func:`transpose_of`), on checked inputs.
 
-    Three routes to the same kernel: the custom op while tracing; the eager autograd.Function
-    when a gradient is wanted; and a plain launch when none is (inference, frozen features),
-    which skips autograd's bookkeeping and the transpose that only the backward reads."""
+    Four routes to the same kernel: the custom op while tracing; the functorch Function under
+    torch.func transforms (see _functorch.py); the eager autograd.Function when a gradient is
+    wanted; and a plain launch when none is (inference, frozen features), which skips
+    autograd's bookkeeping and the transpose that only the backward reads."""
     on_cuda = x.is_cuda
-    traced = tracing()
+    if tracing():
+        graph_tensors = _graph_tensors(structure, x.size(0), on_cuda, False)
+        return _aggregate_op(*graph_tensors, x, edge_weight, row_scale, col_scale, mode)[0]
+    # The sum streams int32 indices where they fit, and on CUDA runs over a segment plan: both
+    # are made on the host once per graph, so not while tracing.
+    int32 = mode == _SUM
+    transformed = transforms_active()
     wants_grad = torch.is_grad_enabled() and (
         x.requires_grad or (edge_weight is not None and edge_weight.requires_grad)
     )
-    # The sum streams int32 indices where they fit, and on CUDA runs over a segment plan: both
-    # are made on the host once per graph, so not while tracing.
-    int32 = mode == _SUM and not traced
-    if not traced and not wants_grad:
+    if not wants_grad and not transformed:
         csr_only = structure.cached(
             ("aggregate CSR inputs", on_cuda, int32),
             lambda: _csr_tensors(structure, x.size(0), on_cuda, int32),
         )
         return _aggregate_forward(*csr_only, x, edge_weight, row_scale, col_scale, mode)[0]
-    if traced:
-        graph_tensors = _graph_tensors(structure, x.size(0), on_cuda, int32)
-        return _aggregate_op(*graph_tensors, x, edge_weight, row_scale, col_scale, mode)[0]
     # The structure is immutable: its graph tensors are gathered once (a few microseconds a
     # call on a small graph).
     graph_tensors = structure.cached(
         ("aggregate inputs", on_cuda, int32),
         lambda: _graph_tensors(structure, x.size(0), on_cuda, int32),
     )
+    if transformed:
+        args = (*graph_tensors, x, edge_weight, row_scale, col_scale, mode)
+        return _AggregateFunctorch.apply(*args)[0]
     return _AggregateEager.apply(graph_tensors, x, edge_weight, row_scale, col_scale, mode)
 
 

@@ -18,6 +18,7 @@ from galfast._args import check_flag, check_int, check_real
 from galfast._dtypes import check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.ops._eager import composition_grads, eager_function, tracing
+from galfast.ops._functorch import functorch_function, route
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["batch_norm", "update_running_stats"]
@@ -143,6 +144,7 @@ def _composition_grads(ctx, grad_y: Tensor) -> tuple[Optional[Tensor], ...]:
 
 _batch_norm_op.register_autograd(_backward, setup_context=_setup_context)
 _BatchNormEager = eager_function(launch_batch_norm, _setup_context, _backward)
+_BatchNormFunctorch = functorch_function("batch_norm", launch_batch_norm, _setup_context, _backward)
 
 
 def _check_inputs(x: Tensor, weight: Optional[Tensor], bias: Optional[Tensor], eps: float) -> float:
@@ -233,7 +235,7 @@ def fused_batch_norm(
         weight = weight.contiguous()
     if bias is not None:
         bias = bias.contiguous()
-    op = _batch_norm_op if tracing() else _BatchNormEager.apply
+    op = route(_batch_norm_op, _BatchNormFunctorch, _BatchNormEager)
     return op(x.contiguous(), weight, bias, eps)
 
 

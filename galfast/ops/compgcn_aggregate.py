@@ -19,6 +19,7 @@ from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
 from galfast.ops._eager import composition_grads, eager_function, tracing
+from galfast.ops._functorch import functorch_function, route
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 from galfast.ops.aggregate import check_edge_weight, weight_like
 
@@ -244,6 +245,9 @@ def _composition(
 
 _compgcn_op.register_autograd(_backward, setup_context=_setup_context)
 _CompgcnEager = eager_function(_compgcn_forward, _setup_context, _backward)
+_CompgcnFunctorch = functorch_function(
+    "compgcn_aggregate", _compgcn_forward, _setup_context, _backward
+)
 
 
 class RelationOrder(NamedTuple):
@@ -400,7 +404,7 @@ def compgcn_aggregate(
     if op_code == _CORR:
         x, rel = _spectra(x), _spectra(rel)
     csc, order = graph.csc, relation_order(graph, rel.size(0))
-    op = _compgcn_op if tracing() else _CompgcnEager.apply
+    op = route(_compgcn_op, _CompgcnFunctorch, _CompgcnEager)
     out = op(
         graph.rowptr,
         graph.col,

@@ -24,6 +24,7 @@ from torch import Tensor
 from galfast._dtypes import CPU_DTYPES, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.ops._eager import composition_grads, eager_function, tracing
+from galfast.ops._functorch import transforms_active
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["bilinear_edge_scores"]
@@ -264,7 +265,7 @@ def bilinear_edge_scores(
     _check_inputs(z, src, dst, bases, coefficients)
     if src.dtype != dst.dtype:
         src, dst = src.long(), dst.long()
-    if not _runs_kernel(z):
+    if not _runs_kernel(z) or transforms_active():  # torch.func: torch's ops transform
         return _composition(z, src, dst, bases, coefficients)
     args = tuple(t.contiguous() for t in (z, src, dst, bases, coefficients))
     if tracing():

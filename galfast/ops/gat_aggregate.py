@@ -19,8 +19,8 @@ from galfast.ops._eager import (
     composition_grads,
     eager_function,
     refuse_second_derivative,
-    tracing,
 )
+from galfast.ops._functorch import functorch_function, route, transforms_active
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["gat_aggregate"]
@@ -202,6 +202,7 @@ def _composition(
 
 _gat_forward_op.register_autograd(_backward, setup_context=_setup_context)
 _GatEager = eager_function(launch_gat_forward, _setup_context, _backward)
+_GatFunctorch = functorch_function("gat_aggregate", launch_gat_forward, _setup_context, _backward)
 
 
 def _check_inputs(
@@ -314,10 +315,19 @@ def gat_aggregate(
     negative_slope, dropout, seed = _check_inputs(
         graph, h, alpha_src, alpha_dst, alpha_edge, negative_slope, dropout, seed
     )
+    if dropout > 0 and transforms_active():
+        # Its gradients could not be marked as differentiable once (refuse_second_derivative
+        # needs requires_grad_, which torch.func refuses), and torch.func differentiates twice.
+        raise NotImplementedError(
+            "galfast.ops.gat_aggregate with dropout > 0 cannot run under torch.func transforms "
+            "(grad, vjp, jacrev, vmap): its dropout mask is drawn inside the kernel, so its "
+            "gradient has no differentiable form; pass dropout=0 (the layer in eval mode) or "
+            "use torch.autograd"
+        )
     if seed is None:
         seed = int(torch.randint(0, 2**62, ())) if dropout > 0 else 0
     csc = graph.csc
-    op = _gat_forward_op if tracing() else _GatEager.apply
+    op = route(_gat_forward_op, _GatFunctorch, _GatEager)
     out, _ = op(
         graph.rowptr,
         graph.col,

@@ -8,7 +8,8 @@ the kernel here does). torch's CPU ``index_add_`` runs a TensorIterator per inde
 kernel here gives each thread a range of destination rows and scans the whole index, so every
 row is summed by one thread in index order whatever the thread count.
 
-On a GPU, and for dtypes other than float32 / float64, the wrapper runs ``index_select``."""
+On a GPU, for dtypes other than float32 / float64 and under torch.func transforms, the
+wrapper runs ``index_select``."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from torch import Tensor
 from galfast._dtypes import CPU_DTYPES, kernel_dtype
 from galfast._native import _C
 from galfast.ops._eager import eager_function, tracing
+from galfast.ops._functorch import transforms_active
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["gather_rows"]
@@ -152,8 +154,8 @@ def gather_rows(x: Tensor, index: Tensor) -> Tensor:
                 [3.]])
     """
     _check_inputs(x, index)
-    if x.device.type != "cpu" or x.dtype not in CPU_DTYPES:
-        return x.index_select(0, index)
+    if x.device.type != "cpu" or x.dtype not in CPU_DTYPES or transforms_active():
+        return x.index_select(0, index)  # the same rows and gradient; torch.func transforms it
     x, index = x.contiguous(), index.contiguous()
     if tracing():
         return _gather_op(x, index)

@@ -21,7 +21,8 @@ from galfast._args import check_choice
 from galfast._dtypes import accumulation_dtype, check_float_dtype, kernel_dtype
 from galfast._native import _C
 from galfast.graph import Graph, check_op_graph
-from galfast.ops._eager import composition_grads, eager_function, tracing
+from galfast.ops._eager import composition_grads, eager_function
+from galfast.ops._functorch import functorch_function, route
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["nnconv_aggregate"]
@@ -345,6 +346,9 @@ def _composition(
 
 _nnconv_op.register_autograd(_backward, setup_context=_setup_context)
 _NnconvEager = eager_function(_nnconv_forward, _setup_context, _backward)
+_NnconvFunctorch = functorch_function(
+    "nnconv_aggregate", _nnconv_forward, _setup_context, _backward
+)
 
 
 def _check_tensor(name: str, t, dim: int, like: Tensor) -> None:
@@ -454,7 +458,7 @@ def nnconv_aggregate(
     if reduce == "mean":
         row_scale = graph.degree_scale("mean", accumulation_dtype(x.dtype))
     csc = graph.csc
-    op = _nnconv_op if tracing() else _NnconvEager.apply
+    op = route(_nnconv_op, _NnconvFunctorch, _NnconvEager)
     out, _ = op(
         graph.rowptr,
         graph.col,

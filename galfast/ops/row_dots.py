@@ -12,6 +12,7 @@ from torch import Tensor
 from galfast._dtypes import CPU_DTYPES, kernel_dtype
 from galfast._native import _C
 from galfast.ops._eager import tracing
+from galfast.ops._functorch import transforms_active
 from galfast.ops._launch import kernel_op, ptr, run_kernel
 
 __all__ = ["row_dot_grads"]
@@ -88,4 +89,5 @@ def row_dot_grads(vectors: Tensor, z: Tensor, grad: Tensor) -> tuple[Tensor, Ten
             grad_z = torch.addcmul(grad_z, vectors[:, s], grad[:, s : s + 1])
         return grad.unsqueeze(2) * z.unsqueeze(1), grad_z
     args = (vectors.contiguous(), z.contiguous(), grad.contiguous())
-    return _row_dot_grads_op(*args) if tracing() else _row_dot_grads(*args)
+    traced = tracing() or transforms_active()  # torch.func: the op, which vmaps
+    return _row_dot_grads_op(*args) if traced else _row_dot_grads(*args)
