@@ -85,8 +85,9 @@ def _outer_rows(grad: Tensor, z: Tensor) -> Tensor:
     """``[B, S]``, ``[B, E]`` -> ``[B, S, E]``: ``grad[b, s] * z[b]``. Outside a graph being
     recorded, one product per basis written into its slice (MovieLens: 1.5x faster than the
     broadcast ``[B, S, 1] x [B, 1, E]`` product, the same values: one rounding each);
-    ``out=`` records no graph, so the double backward takes the broadcast."""
-    if torch.is_grad_enabled():
+    ``out=`` records no graph, so the double backward takes the broadcast, and torch.compile
+    cannot trace an ``out=`` into a strided slice, so a compiled backward takes it too."""
+    if torch.is_grad_enabled() or torch.compiler.is_compiling():
         return grad.unsqueeze(2) * z.unsqueeze(1)
     out = grad.new_empty(grad.size(0), grad.size(1), z.size(1))
     for s in range(grad.size(1)):

@@ -36,7 +36,8 @@ class KGLinkPredictor(nn.Module):
 
         Checks the ids' shapes and dtypes always and their values where they lie on the CPU
         (reading CUDA values would stall each training step; :meth:`forward` in eval mode and
-        :meth:`scorer` check them on every device)."""
+        :meth:`scorer` check them on every device). Under torch.compile and torch.export the
+        value checks are asserts in the traced graph: a RuntimeError when it runs."""
         _check_query_ids(entity, relation, entities.size(0), relations.size(0), values=False)
         if entity.device.type == "cpu" and relation.device.type == "cpu":
             _check_id_values(entity, relation, entities.size(0), relations.size(0))
@@ -103,13 +104,24 @@ def _check_id_values(
         return
     # int64: a bound past a narrow dtype's range wraps in the comparison.
     entity, relation = entity.long(), relation.long()
-    if bool(((entity < 0) | (entity >= num_entities)).any()):
-        raise ValueError(f"entity holds an id outside [0, {num_entities})")
-    if bool(((relation < 0) | (relation >= num_relation_rows)).any()):
-        raise ValueError(
+    checks = (
+        (
+            ((entity < 0) | (entity >= num_entities)).any(),
+            f"entity holds an id outside [0, {num_entities})",
+        ),
+        (
+            ((relation < 0) | (relation >= num_relation_rows)).any(),
             f"relation holds an id outside [0, {num_relation_rows}) (relations and their "
-            "inverses, 2R)"
-        )
+            "inverses, 2R)",
+        ),
+    )
+    for outside, message in checks:
+        if torch.compiler.is_compiling():
+            # torch.compile / torch.export cannot branch on a value: the traced graph checks
+            # when it runs (a RuntimeError with the same message).
+            torch._assert_async(~outside, message)
+        elif bool(outside):
+            raise ValueError(message)
 
 
 def _shape(value: object) -> str:

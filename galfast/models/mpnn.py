@@ -51,6 +51,10 @@ class MPNN(torch.nn.Module):
         that the task head reads, :meth:`readout` the ``[num_graphs, 2 * dim]`` Set2Set
         output before ``lin1`` (what GAL's QM9 adversary reads).
 
+    ``torch.export`` traces it (with ``num_graphs``); ``torch.compile(fullgraph=True)`` refuses
+    it: torch does not trace its ``torch.nn.GRU`` and LSTM (without fullgraph the graph breaks
+    there).
+
     Example:
         >>> model = MPNN(in_channels=11, dim=16)
         >>> x, edge_attr = torch.randn(4, 11), torch.randn(4, 5)

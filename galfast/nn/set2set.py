@@ -48,6 +48,9 @@ class Set2Set(Unscriptable):
         largest id + 1, or ``ptr``'s) -> ``[num_graphs, 2 * in_channels]``; a graph with no
         nodes gets :math:`r_t = 0`. ``dim`` must be -2 (or 0), the node dimension.
 
+    ``torch.export`` traces it (with ``dim_size``); ``torch.compile(fullgraph=True)`` refuses it,
+    as PyG's: torch does not trace a ``torch.nn.LSTM`` (without fullgraph the graph breaks there).
+
     Example:
         >>> readout = Set2Set(4, processing_steps=3)
         >>> readout(torch.randn(5, 4), torch.tensor([0, 0, 1, 1, 1])).shape

@@ -274,7 +274,9 @@ def relation_order(graph: Graph, num_rels: int) -> RelationOrder:
         rel_chunkptr = torch.zeros(num_rels + 1, dtype=torch.long, device=graph.device)
         rel_chunkptr[1:] = torch.cumsum(chunks, 0)
         run_start = torch.cumsum(counts, 0) - counts
-        num_chunks = int(rel_chunkptr[-1])
+        # .item(), not int(): torch.export keeps it a data-dependent size, where int() must
+        # specialise it to the traced graph's value (and fails).
+        num_chunks = rel_chunkptr[-1].item()
         first_chunk = torch.repeat_interleave(rel_chunkptr[:-1], chunks, output_size=num_chunks)
         within = torch.arange(num_chunks, device=graph.device) - first_chunk
         starts = torch.repeat_interleave(run_start, chunks, output_size=num_chunks)

@@ -30,6 +30,9 @@ from galfast.ops._launch import kernel_op, ptr, run_kernel
 __all__ = ["bilinear_edge_scores"]
 
 _INDEX_DTYPES = (torch.int32, torch.int64)
+# The widest embedding the kernels take, per dtype: a constant of the build, read once here
+# because torch.compile cannot trace a call into the extension (a graph break).
+_MAX_DIM = {dtype: _C.edge_scores_max_dim(kernel_dtype(dtype)) for dtype in CPU_DTYPES}
 
 
 # ---------------------------------------------------------------- kernels (csrc/edge_scores)
@@ -221,11 +224,7 @@ def _check_inputs(z, src, dst, bases, coefficients) -> None:
 
 
 def _runs_kernel(z: Tensor) -> bool:
-    return (
-        z.device.type == "cpu"
-        and z.dtype in CPU_DTYPES
-        and z.size(1) <= _C.edge_scores_max_dim(kernel_dtype(z.dtype))
-    )
+    return z.device.type == "cpu" and z.dtype in CPU_DTYPES and z.size(1) <= _MAX_DIM[z.dtype]
 
 
 def bilinear_edge_scores(
