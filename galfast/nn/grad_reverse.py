@@ -11,14 +11,25 @@ __all__ = ["GradReverse", "grad_reverse"]
 
 
 class _GradReverseFn(torch.autograd.Function):
+    # A separate setup_context and a vmap rule: what torch.func transforms (grad, vmap of
+    # grad for per-sample gradients) need of a Function.
+    generate_vmap_rule = True
+
     @staticmethod
-    def forward(ctx, x: Tensor, scale: float) -> Tensor:
-        ctx.scale = scale
+    def forward(x: Tensor, scale: float) -> Tensor:
         return x.view_as(x)
+
+    @staticmethod
+    def setup_context(ctx, inputs: tuple, output: Tensor) -> None:
+        ctx.scale = inputs[1]
 
     @staticmethod
     def backward(ctx, grad_out: Tensor) -> tuple[Tensor, None]:
         return -ctx.scale * grad_out, None
+
+    @staticmethod
+    def jvp(ctx, x_tangent: Tensor, _scale_tangent) -> Tensor:
+        return x_tangent  # the forward is the identity
 
 
 def _checked_scale(scale: float) -> float:
