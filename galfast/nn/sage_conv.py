@@ -117,6 +117,9 @@ class SAGEConv(FusedLayer):
         self.lin_l = make_linear(max(aggr_channels, -1), out_channels, bias=bias)
         if root_weight:
             self.lin_r = make_linear(dst_channels, out_channels, bias=False)
+        # PyG's SAGEConv resets once more after building its parts: the same seed then gives
+        # the same weights (and leaves the generator in the same state) as PyG's layer.
+        self.reset_parameters()
 
     def reset_parameters(self) -> None:
         for lin in self.children():
