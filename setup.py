@@ -102,6 +102,16 @@ def ninja_program() -> str:
     return ninja
 
 
+def cmake_build_folder(build_temp: str, editable: bool, plat_name: str) -> Path:
+    """Where CMake builds: setuptools' `build_temp`, except for an editable install, whose
+    `build_temp` setuptools makes a temporary folder, deleted afterwards, so every
+    `pip install -e .` compiled everything again (minutes; ten with CUDA). An editable build
+    takes the folder `pip install .` builds in, and each reuses the other's objects."""
+    if editable:
+        return ROOT / "build" / f"temp.{plat_name}-{sys.implementation.cache_tag}"
+    return Path(build_temp)
+
+
 class CMakeExtension(Extension):
     def __init__(self, name: str) -> None:
         super().__init__(name, sources=[])  # CMake knows the sources
@@ -112,10 +122,12 @@ class CMakeBuild(build_ext):
         out_dir = Path(self.get_ext_fullpath(ext.name)).resolve().parent
         cuda = {"0": "OFF", "1": "ON"}.get(os.environ.get("GALFAST_CUDA", ""), "AUTO")
         ninja = ninja_program()
+        editable = getattr(self, "editable_mode", False)
+        folder = cmake_build_folder(self.build_temp, editable, self.plat_name)
         args = [
             f"-DCMAKE_LIBRARY_OUTPUT_DIRECTORY={out_dir}",
             f"-DPython_EXECUTABLE={sys.executable}",
-            f"-Dpybind11_DIR={stable_pybind11_cmake_dir(Path(self.build_temp))}",
+            f"-Dpybind11_DIR={stable_pybind11_cmake_dir(folder)}",
             f"-DCMAKE_BUILD_TYPE={os.environ.get('GALFAST_BUILD_TYPE', 'Release')}",
             f"-DGALFAST_VERSION={self.distribution.get_version()}",
             f"-DGALFAST_CUDA={cuda}",
@@ -125,7 +137,7 @@ class CMakeBuild(build_ext):
         ]
         if os.environ.get("CMAKE_CUDA_ARCHITECTURES"):
             args.append(f"-DCMAKE_CUDA_ARCHITECTURES={os.environ['CMAKE_CUDA_ARCHITECTURES']}")
-        build_temp = Path(self.build_temp) / ext.name
+        build_temp = folder / ext.name
         build_temp.mkdir(parents=True, exist_ok=True)
         paths = {
             "CMAKE_COMMAND": running_cmake(),

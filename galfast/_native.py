@@ -18,6 +18,17 @@ def has_extension(package_dir: Path) -> bool:
     )
 
 
+def foreign_extensions(package_dir: Path) -> list[str]:
+    """The _C files in `package_dir` that this interpreter cannot load: built for another
+    Python version or platform (``_C.cpython-310-x86_64-linux-gnu.so`` seen from 3.11)."""
+    ours = {f"_C{suffix}" for suffix in importlib.machinery.EXTENSION_SUFFIXES}
+    return sorted(
+        p.name
+        for p in package_dir.glob("_C.*")
+        if p.suffix in (".so", ".pyd", ".dylib") and p.name not in ours
+    )
+
+
 def is_source_tree(package_dir: Path) -> bool:
     """Whether `package_dir` is the galfast folder of a source checkout (not an install)."""
     root = package_dir.parent
@@ -56,16 +67,35 @@ def missing_extension_message(
             "compiled extension (galfast._C). Install it with `pip install .` and run Python "
             "from another directory, " + build_here
         )
+    reinstall = (
+        "reinstall galfast with this Python's pip (`python -m pip install --force-reinstall "
+        "--no-deps .` in the source checkout or unpacked sdist)."
+    )
+    if not has_extension(package_dir):
+        # The ImportError itself ("cannot import name '_C' from partially initialized module
+        # 'galfast' (most likely due to a circular import)") would send the user astray.
+        foreign = foreign_extensions(package_dir)
+        found = (
+            f"; it holds {', '.join(foreign)}, built for another Python or platform"
+            if foreign
+            else ""
+        )
+        expected = f"_C{importlib.machinery.EXTENSION_SUFFIXES[0]}"
+        return (
+            f"galfast in {package_dir} has no compiled extension for this Python "
+            f"({sys.implementation.cache_tag}: {expected}){found}: {reinstall}"
+        )
     return (
-        f"galfast's native extension (galfast._C) in {package_dir} is missing or failed to "
-        "load: reinstall galfast for this Python (`pip install .` from a source checkout). "
-        f"Original error: {error}"
+        f"galfast's native extension (galfast._C) in {package_dir} failed to load: {error}. "
+        f"It was built for another system or its build is damaged: {reinstall}"
     )
 
 
 try:
     from galfast import _C
 except ImportError as err:
-    raise ImportError(missing_extension_message(PACKAGE_DIR, err, sys.path)) from err
+    message = missing_extension_message(PACKAGE_DIR, err, sys.path)
+    # A missing file: the import's own error and traceback say nothing more.
+    raise ImportError(message) from (err if has_extension(PACKAGE_DIR) else None)
 
 __all__ = ["_C"]

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import NoReturn, Optional
 
 from galfast import _startup
+from galfast._native import _C
 from galfast.cli import audit_cmd, demo, run, sweep, tsne
 from galfast.cli.errors import OneLineErrorParser, error_line
 from galfast.cli.options import HelpFormatter
@@ -30,6 +31,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="galfast",
         description="GAL (Information Obfuscation of Graph Neural Networks): train encoders "
         "that hide a sensitive attribute, and audit what embeddings leak.",
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"galfast {_C.build_info()['version']}"
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in (demo, run, sweep, audit_cmd, tsne):
