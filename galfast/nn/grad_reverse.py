@@ -12,7 +12,8 @@ __all__ = ["GradReverse", "grad_reverse"]
 
 class _GradReverseFn(torch.autograd.Function):
     # A separate setup_context and a vmap rule: what torch.func transforms (grad, vmap of
-    # grad for per-sample gradients) need of a Function.
+    # grad for per-sample gradients) need of a Function. No jvp: torch.compile cannot trace a
+    # Function that defines one (forward mode through the reversal is not needed by GAL).
     generate_vmap_rule = True
 
     @staticmethod
@@ -26,10 +27,6 @@ class _GradReverseFn(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_out: Tensor) -> tuple[Tensor, None]:
         return -ctx.scale * grad_out, None
-
-    @staticmethod
-    def jvp(ctx, x_tangent: Tensor, _scale_tangent) -> Tensor:
-        return x_tangent  # the forward is the identity
 
 
 def _checked_scale(scale: float) -> float:
