@@ -4,26 +4,34 @@ from __future__ import annotations
 
 import datetime
 import os
+import time
 
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
 
-def join(rank: int, world_size: int, workdir: str) -> None:
+def join(rank: int, world_size: int, workdir: str, seconds: float = 60) -> None:
     """Joins the test processes' gloo group through a file in ``workdir``, one torch thread
-    each. A collective that a process misses fails after a minute instead of hanging."""
+    each. A collective that a process misses fails after ``seconds`` instead of hanging."""
     torch.set_num_threads(1)
     init = f"file://{os.path.join(workdir, 'rendezvous')}"
-    timeout = datetime.timedelta(seconds=60)
+    timeout = datetime.timedelta(seconds=seconds)
     dist.init_process_group(
         "gloo", init_method=init, rank=rank, world_size=world_size, timeout=timeout
     )
 
 
-def two_process_records(run, workdir: str, *args) -> list:
+def two_process_records(run, workdir: str, *args, seconds: float = 300) -> list:
     """Spawns ``run(rank, 2, workdir, *args)`` on two processes and returns what each saved
-    to ``workdir/rank{r}.pt``."""
+    to ``workdir/rank{r}.pt``. Processes still running after ``seconds`` (a wait that a
+    timeout should have ended) are terminated and the test fails instead of hanging."""
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    mp.spawn(run, args=(2, workdir, *args), nprocs=2, join=True)
+    context = mp.spawn(run, args=(2, workdir, *args), nprocs=2, join=False)
+    deadline = time.monotonic() + seconds
+    while not context.join(timeout=max(deadline - time.monotonic(), 0)):
+        if time.monotonic() >= deadline:
+            for process in context.processes:
+                process.terminate()
+            raise TimeoutError(f"the two processes still ran after {seconds} s: a hang")
     return [torch.load(os.path.join(workdir, f"rank{r}.pt")) for r in (0, 1)]

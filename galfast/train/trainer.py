@@ -36,7 +36,7 @@ from galfast.train.checkpoints import (
     write_checkpoint,
 )
 from galfast.train.config import GALConfig, check_number
-from galfast.train.distributed import ProcessGroup, fingerprint
+from galfast.train.distributed import ProcessGroup, batch_values, fingerprint
 from galfast.train.encoding import move_to_device, node_inputs, to_device_without_waiting
 from galfast.train.layerwise import layerwise_embed, supports_layerwise
 from galfast.train.optimizers import (
@@ -165,6 +165,18 @@ def _optimizer_tensors(optimizer: Optional[torch.optim.Optimizer]) -> list[Any]:
         return [None]
     state = optimizer.state_dict()["state"]
     return [value for index in sorted(state) for value in state[index].values()]
+
+
+def _state_shapes(module: Any) -> list[Any]:
+    """A module's parameter and buffer names with their shapes and dtypes (None: no module)."""
+    if not isinstance(module, nn.Module):
+        return [None]
+    return [
+        (name, "lazy" if nn.parameter.is_lazy(t) else tuple(t.shape), str(t.dtype))
+        if isinstance(t, Tensor)
+        else (name, type(t).__name__)
+        for name, t in module.state_dict().items()
+    ]
 
 
 def _batches_values(task_batches: Any) -> list[Any]:
@@ -400,6 +412,7 @@ class GALTrainer(SampledSteps):
         self._x: Optional[Tensor] = None
         self._context: tuple = ()
         self._sampled: Optional[SampledEncoder] = None
+        self._saves: dict[str, int] = {}  # checkpoints saved per place (see save_checkpoint)
 
     def _check_process_group(self) -> None:
         """The trainer splits batches and writes checkpoints for the process group it was built
@@ -461,33 +474,26 @@ class GALTrainer(SampledSteps):
         Raises:
             LossDiverged: an epoch's task or adversary loss was NaN or infinite.
         """
-        epochs = check_number("epochs", epochs, minimum=0, integer=True)
-        progress = check_flag("progress", progress)
         self._check_process_group()
-        if graph is not None and not isinstance(graph, Graph):
-            raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
-        if graph is None and self.settings.pairing.hops > 0:
-            raise ValueError(f"pairing {self.settings.pairing.name!r} needs the graph to walk on")
-        callbacks = _callback_list(callbacks)
-        if self.sampler is not None and graph is None:
-            raise ValueError("sampled training (sampler=...) needs the graph to sample from")
-        graph = None if graph is None else graph.to(self.device)
-        inputs = None if graph is None else node_inputs(graph, x, self.device)
-        if self.sampler is not None:
-            sampled = SampledEncoder(
-                self.sampler, graph, inputs, self.settings.seed, self.process_group
+        # With several processes, one that fails here still joins the others' check below, so
+        # that they raise with it instead of waiting for it in their first step.
+        failure = None
+        try:
+            epochs, graph, inputs, callbacks, adversaries = self._start_fit(
+                graph, task_batches, sensitive, epochs, x, callbacks
             )
-            sampled.check_encoder(self.encoder)  # torch BatchNorm on several processes
-            self._sampled = sampled
-        # Every process starts from rank 0's modules (DDP's rule); the optimizers' states are
-        # fresh or loaded from the same checkpoint, hence equal too.
+            progress = check_flag("progress", progress)
+        except Exception as error:
+            if not self.process_group.enabled:
+                raise
+            failure = error
+        self._check_same_fit(
+            None if failure else (graph, inputs, task_batches, adversaries, epochs), failure
+        )
+        # Every process starts from rank 0's modules (DDP's rule), once they are known to have
+        # the same shapes; the optimizers' states are fresh or loaded from the same checkpoint,
+        # hence equal too.
         self.process_group.broadcast([self.encoder, self.task_head, self.attacker])
-        if graph is not None and callable(getattr(task_batches, "check_nodes", None)):
-            task_batches.check_nodes(graph.num_nodes)  # node, link and rating batches
-        if callable(getattr(task_batches, "check_head", None)):
-            task_batches.check_head(self.task_head)  # rating batches: the decoder's levels
-        adversaries = self._adversaries(sensitive, _item_count(graph, task_batches))
-        self._check_same_fit(graph, inputs, task_batches, adversaries, epochs)
         # Captured steps hold this fit's graph, inputs and attributes: a fit on other ones
         # captures afresh.
         context = (graph, inputs, *(a.attribute for a in adversaries))
@@ -530,6 +536,32 @@ class GALTrainer(SampledSteps):
         finally:
             bar.close()
         return self.history
+
+    def _start_fit(self, graph, task_batches, sensitive, epochs, x, callbacks):
+        """``fit``'s checks of its arguments, made in each process alone: ``(epochs, graph,
+        inputs, callbacks, adversaries)`` on the trainer's device."""
+        epochs = check_number("epochs", epochs, minimum=0, integer=True)
+        if graph is not None and not isinstance(graph, Graph):
+            raise ValueError(f"graph must be a galfast.Graph or None, got {type(graph).__name__}")
+        if graph is None and self.settings.pairing.hops > 0:
+            raise ValueError(f"pairing {self.settings.pairing.name!r} needs the graph to walk on")
+        callbacks = _callback_list(callbacks)
+        if self.sampler is not None and graph is None:
+            raise ValueError("sampled training (sampler=...) needs the graph to sample from")
+        graph = None if graph is None else graph.to(self.device)
+        inputs = None if graph is None else node_inputs(graph, x, self.device)
+        if self.sampler is not None:
+            sampled = SampledEncoder(
+                self.sampler, graph, inputs, self.settings.seed, self.process_group
+            )
+            sampled.check_encoder(self.encoder)  # torch BatchNorm on several processes
+            self._sampled = sampled
+        if graph is not None and callable(getattr(task_batches, "check_nodes", None)):
+            task_batches.check_nodes(graph.num_nodes)  # node, link and rating batches
+        if callable(getattr(task_batches, "check_head", None)):
+            task_batches.check_head(self.task_head)  # rating batches: the decoder's levels
+        adversaries = self._adversaries(sensitive, _item_count(graph, task_batches))
+        return epochs, graph, inputs, callbacks, adversaries
 
     def _adversaries(self, sensitive: SensitiveSpec, items: Optional[int]) -> list[_Adversary]:
         """One adversary per attribute, its known rows checked against the ``items`` (nodes,
@@ -638,21 +670,50 @@ class GALTrainer(SampledSteps):
         record["seconds"] = time.perf_counter() - started
         return record
 
-    def _check_same_fit(self, graph, inputs, task_batches, adversaries, epochs: int) -> None:
+    def _check_same_fit(self, prepared: Optional[tuple], failure: Optional[Exception]) -> None:
         """ValueError in every process unless all were given the same fit: processes with
         other data would have their gradients averaged into a run of neither, and one with
-        more batches would wait for the others at its last steps. Checked once, when ``fit``
-        starts: a check per step would cost a host wait per step on a GPU."""
+        more batches would wait for the others at its last steps. ``prepared`` holds the fit's
+        ``(graph, inputs, task_batches, adversaries, epochs)``, None where ``failure`` (this
+        process's error in checking its arguments) is raised here, once every process knows.
+        Checked once, when ``fit`` starts: a check per step would cost a host wait per step on
+        a GPU."""
         if not self.process_group.enabled:
             return
+        fingerprints = {}
+        if failure is None:
+            try:
+                fingerprints = self._fit_fingerprints(*prepared)
+            except Exception as error:  # a user's batches that fail to iterate
+                failure = error
+        differing = self.process_group.differing(
+            fingerprints, "fit (its start)", failed=failure is not None
+        )
+        if failure is not None:
+            raise failure
+        if differing:
+            raise ValueError(
+                f"the {self.process_group.world_size} processes were given different "
+                f"{', '.join(differing)}: every process must build the same graph, features, "
+                "attributes, batches and trainer (their gradients are averaged)"
+            )
+
+    def _fit_fingerprints(self, graph, inputs, task_batches, adversaries, epochs):
         optimizers = [self.task_optimizer, self.adversary_optimizer]
+        modules = [self.encoder, self.task_head, self.attacker]
         parts = {
             "settings": [self.config, self._sampler_record()],
+            # Their values may differ (rank 0's are broadcast), their shapes may not: a
+            # broadcast of another shape aborts the processes.
+            "modules (parameter and buffer shapes)": [_state_shapes(m) for m in modules],
             "epochs (the fit's and the trainer's epoch and step)": [epochs, self.epoch, self.step],
             "optimizer states": [_optimizer_tensors(o) for o in optimizers],
             "graph": [graph.num_nodes, graph.rowptr, graph.col, graph.edge_weight],
             "x": [inputs],
             "task batches": _batches_values(task_batches),
+            "task batches (their first batch, or every batch of a list)": (
+                self._first_batch_values(task_batches)
+            ),
         }
         for adversary in adversaries:
             attribute, known = adversary.attribute, adversary.known
@@ -661,16 +722,24 @@ class GALTrainer(SampledSteps):
                 known.nodes,
                 known.targets,
             ]
-        fingerprints = {
-            name: fingerprint(_flat(values), self.device) for name, values in parts.items()
-        }
-        differing = self.process_group.differing(fingerprints, "fit (its start)")
-        if differing:
-            raise ValueError(
-                f"the {self.process_group.world_size} processes were given different "
-                f"{', '.join(differing)}: every process must build the same graph, features, "
-                "attributes, batches and trainer (their gradients are averaged)"
-            )
+        return {name: fingerprint(_flat(values), self.device) for name, values in parts.items()}
+
+    def _first_batch_values(self, task_batches: Any) -> list[Any]:
+        """What identifies the first batch the coming epoch yields (every batch of a list or
+        tuple): batches of a user's type may differ between processes whose attributes agree
+        (split by rank, as for DDP). Drawn as the epoch will draw it, under its seed, which is
+        then restored; an iterator that is its own iterable would lose the batch, and is not
+        drawn from."""
+        if isinstance(task_batches, (list, tuple)):
+            return [batch_values(batch) for batch in task_batches]
+        if callable(getattr(task_batches, "set_epoch", None)):
+            task_batches.set_epoch(self.epoch)
+        epoch_seed = derive_seed(self.settings.seed, "epoch", self.epoch)
+        with seeded_globals(epoch_seed, cuda_rng_devices(self.device)):
+            batches = iter(task_batches)
+            if batches is task_batches:
+                return ["an iterator"]
+            return batch_values(next(batches, None))
 
     def _mean_over_steps(self, values: list[Tensor], loss: str) -> float:
         """The mean over the epoch's steps of a loss; with several processes each step's value
@@ -986,21 +1055,32 @@ class GALTrainer(SampledSteps):
 
     def save_checkpoint(self, path: Union[str, os.PathLike]) -> None:
         """Writes :meth:`state_dict` to ``path`` (atomically: a temporary file is renamed).
-        With several processes, every process calls it and rank 0 alone writes (all hold the
-        same state); each returns once the file is complete, and each raises if it failed."""
+        With several processes rank 0 alone writes (all hold the same state) and waits for no
+        other process, so ``if rank == 0: trainer.save_checkpoint(path)`` works, in a callback
+        too; another process that calls it returns once rank 0 has written the file (it may
+        then read it), and raises if rank 0 failed to, or did not save within the process
+        group's timeout."""
         self._check_process_group()
-        failure = None
-        if self.process_group.rank == 0:
-            try:
-                write_checkpoint(self.state_dict(), path)
-            except Exception as error:
-                failure = error
-        # Rank 0's outcome reaches every process: a failed write raises everywhere instead of
-        # leaving the other processes waiting for it.
-        if self.process_group.from_rank_zero(failure is not None, "save_checkpoint", self.device):
-            if failure is not None:
-                raise failure
-            raise OSError(f"rank 0 could not write the checkpoint {os.fspath(path)}")
+        group = self.process_group
+        # Rank 0's save and another process's wait pair by path and place in the run (and how
+        # often this trainer saved there), not by a count of calls that rank 0 may make alone.
+        place = f"checkpoint {os.fspath(path)!r} at epoch {self.epoch}, step {self.step}"
+        self._saves[place] = self._saves.get(place, 0) + 1
+        key = f"{place} #{self._saves[place]}"
+        if group.rank != 0:
+            failure = group.wait_for(key, f"save_checkpoint({os.fspath(path)!r})")
+            if failure:
+                # Rank 0's error as the cause: the traceback shows it, the message stays.
+                raise OSError(f"rank 0 could not write the checkpoint {os.fspath(path)}") from (
+                    RuntimeError(f"rank 0's error: {failure}")
+                )
+            return
+        try:
+            write_checkpoint(self.state_dict(), path)
+        except Exception as error:
+            group.publish(key, f"{type(error).__name__}: {error}")
+            raise
+        group.publish(key, "")
 
     def load_checkpoint(self, path: Union[str, os.PathLike]) -> GALTrainer:
         """Loads a checkpoint written by :meth:`save_checkpoint` into this trainer; the next
