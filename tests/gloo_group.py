@@ -35,3 +35,18 @@ def two_process_records(run, workdir: str, *args, seconds: float = 300) -> list:
                 process.terminate()
             raise TimeoutError(f"the two processes still ran after {seconds} s: a hang")
     return [torch.load(os.path.join(workdir, f"rank{r}.pt")) for r in (0, 1)]
+
+
+def save_outcome_after_a_failure(rank: int, workdir: str, outcome: dict) -> None:
+    """Saves ``outcome`` as ``workdir/rank{rank}.pt`` in a test where one process failed
+    mid-run, and ends the process. Rank 1 lives on (a caller that catches its error) until
+    rank 0 has saved, bounded so that a rank 0 that hangs fails the test. A collective that
+    timed out leaves gloo's threads in a state whose teardown may call std::terminate (SIGABRT)
+    as the interpreter exits, so the process ends without one."""
+    torch.save(outcome, os.path.join(workdir, f"rank{rank}.pt"))
+    deadline = time.monotonic() + 60
+    while rank == 1 and time.monotonic() < deadline:
+        if os.path.exists(os.path.join(workdir, "rank0.pt")):
+            break
+        time.sleep(0.1)
+    os._exit(0)

@@ -1,14 +1,17 @@
-"""Output folders whose path runs through a file, and an empty --root: one line naming what
-the user typed, not an OS error about a path the command made up (``OUT/runs``)."""
+"""Output paths that name a folder or run through a file or a symlink to nothing, and a --root
+that is empty or a file: one line naming what the user typed, not an OS error about a path the
+command made up (``OUT/runs``) nor a folder made where the link points."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-from cli_errors_helpers import one_error_line
+from cli_errors_helpers import one_error_line, refuse_training
 
 from galfast.cli import main
+from galfast.cli import run as run_module
+from galfast.cli import tsne as tsne_module
 
 
 @pytest.mark.parametrize("below", ["", "deeper/still"])
@@ -32,3 +35,45 @@ def test_an_empty_root_is_refused_as_empty(capsys):
     assert "--root: expected a file or folder name, got an empty one" in one_error_line(
         capsys, "run"
     )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["run", "--dataset", "synthetic-graph"], ["tsne", "--dataset", "synthetic-graph"]],
+    ids=["run", "tsne"],
+)
+def test_an_output_file_in_a_dangling_symlink_folder_is_refused(
+    tmp_path, capsys, monkeypatch, command
+):
+    refuse_training(monkeypatch, run_module, tsne_module)
+    # run made the link's missing target and wrote there, where sweep refused the same path.
+    os.symlink(tmp_path / "gone", tmp_path / "link")
+    assert main([*command, "--out", str(tmp_path / "link" / "x.png")]) == 2
+    line = one_error_line(capsys, command[0])
+    assert line.endswith(f"--out: {tmp_path / 'link'} is a symlink to nothing, expected a folder")
+    assert not (tmp_path / "gone").exists()
+
+
+def test_tsne_out_a_folder_says_so(tmp_path, capsys, monkeypatch):
+    refuse_training(monkeypatch, tsne_module)
+    # Was the list of figure suffixes, as though a suffix were what was wrong.
+    assert main(["tsne", "--dataset", "synthetic-graph", "--out", str(tmp_path)]) == 2
+    assert one_error_line(capsys, "tsne").endswith(
+        f"--out: {tmp_path} is a folder, expected a file name"
+    )
+
+
+def test_tsne_out_empty_is_refused_as_empty(capsys, monkeypatch):
+    refuse_training(monkeypatch, tsne_module)
+    with pytest.raises(SystemExit):
+        main(["tsne", "--out", ""])
+    assert "--out: expected a file or folder name, got an empty one" in one_error_line(
+        capsys, "tsne"
+    )
+
+
+def test_a_root_naming_a_raw_file_says_it_is_a_file(tmp_path, capsys):
+    # Was "no such folder" for a file that exists.
+    (tmp_path / "ind.cora.graph").write_bytes(b"")
+    assert main(["run", "--root", str(tmp_path / "ind.cora.graph"), "--quiet"]) == 2
+    assert one_error_line(capsys, "run").endswith("is a file, expected the folder holding it")

@@ -6,14 +6,13 @@ longer than the group's timeout (the suite fails instead of hanging)."""
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass
 
 import pytest
 import torch
 import torch.distributed as dist
 from gal_fixtures import planted_graph
-from gloo_group import join, two_process_records
+from gloo_group import join, save_outcome_after_a_failure, two_process_records
 from torch import nn
 
 from galfast import GALTrainer, SensitiveAttribute
@@ -200,14 +199,7 @@ def _run_failing_step(rank: int, world_size: int, workdir: str) -> None:
         outcome = {}
     except Exception as error:
         outcome = {"error": f"{type(error).__name__}: {error}"}
-    torch.save(outcome, os.path.join(workdir, f"rank{rank}.pt"))
-    # Rank 1 keeps its process (a caller that catches the error): rank 0 must not wait for it
-    # past the group's timeout. Bounded, so that a rank 0 that hangs fails the test.
-    deadline = time.monotonic() + 60
-    while rank == 1 and time.monotonic() < deadline:
-        if os.path.exists(os.path.join(workdir, "rank0.pt")):
-            break
-        time.sleep(0.1)
+    save_outcome_after_a_failure(rank, workdir, outcome)
 
 
 def test_a_process_failing_mid_epoch_fails_the_others_within_the_timeout(tmp_path):

@@ -8,7 +8,7 @@ the option to change, and exits with status 2 (as argparse does for malformed op
 from __future__ import annotations
 
 import argparse
-import logging
+import atexit
 import multiprocessing
 import os
 import sys
@@ -85,13 +85,15 @@ def run_and_exit() -> NoReturn:
     With torch loaded, the interpreter's teardown (a last garbage collection over torch's
     objects, then freeing every module) takes about half a second, a second or two of CPU
     on every short command. A command that returns has written and closed its files and
-    reaped its workers, so once the streams and logging handlers are flushed the process ends
-    at once (``os._exit``); where a child process or a non-daemon thread is still alive, or
-    the command raised, Python exits as usual."""
+    reaped its workers, so once the exit handlers have run (``atexit``: logging's flush, and
+    the clean-up of what libraries made for the process, such as matplotlib's temporary
+    config folder when HOME is not writable) and the streams are flushed, the process ends at
+    once (``os._exit``); where a child process or a non-daemon thread is still alive, or the
+    command raised, Python exits as usual."""
     code = main()
     if _teardown_needed():
         sys.exit(code)
-    logging.shutdown()
+    atexit._run_exitfuncs()  # what Python's exit runs too; a few milliseconds
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from galfast.cli.dataset_files import check_spares_the_dataset
 from galfast.cli.files import check_writable, write_json
 from galfast.cli.options import (
     device,
@@ -88,9 +89,11 @@ def main(args: argparse.Namespace) -> int:
         )
         for lam in (0.0, args.lam)
     ]
-    for name in ("demo.json", "tradeoff.png"):
-        check_writable(out / name, "--out")
+    outputs = [out / "demo.json", out / "tradeoff.png"]
+    for path in outputs:
+        check_writable(path, "--out")
     prepare_checked(configs[0])
+    check_spares_the_dataset(outputs, "--out", configs[0])
     rows, points, records = [], [], []
     for config in configs:
         if not args.quiet:

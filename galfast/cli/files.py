@@ -2,7 +2,8 @@
 the same folder renamed over the target), so a failure or an interrupt never leaves a
 half-written result and a full run never ends on an unwritable path. A symlink is written
 through (its target is replaced, the link kept); a FIFO, device or socket is refused, since
-the rename would replace it with a regular file."""
+the rename would replace it with a regular file, and so is a symlink to nothing among the
+folders of a path, which would have its missing target created."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from galfast.cli.errors import UsageError
 
 __all__ = [
     "atomic_write",
+    "check_file_name",
     "check_folder_writable",
     "check_not_an_input",
     "check_writable",
@@ -35,16 +37,21 @@ def _make_folder(folder: Path, option: str) -> None:
         raise UsageError(f"{option}: cannot create the folder {folder}: {error}") from None
 
 
-def check_folder_writable(folder: os.PathLike, option: str) -> None:
-    """Creates ``folder`` if needed and checks a file can be created in it; else UsageError
-    naming ``option``."""
-    folder = Path(folder)
-    # The folder or the first of its parents that exists: a file there (--out results.json
-    # for a folder) would fail the mkdir with "Not a directory" about a path never typed.
+def _check_folder_path(folder: Path, option: str) -> None:
+    """Refuses a ``folder`` whose first existing part (itself or a parent) is not a folder: a
+    file there (--out results.json for a folder) would fail the mkdir with "Not a directory"
+    about a path never typed, and a symlink to nothing would have its target created."""
     existing = next((p for p in (folder, *folder.parents) if os.path.lexists(p)), None)
     if existing is not None and not existing.is_dir():
         what = "a symlink to nothing" if not existing.exists() else "a file"
         raise UsageError(f"{option}: {existing} is {what}, expected a folder")
+
+
+def check_folder_writable(folder: os.PathLike, option: str) -> None:
+    """Creates ``folder`` if needed and checks a file can be created in it; else UsageError
+    naming ``option``."""
+    folder = Path(folder)
+    _check_folder_path(folder, option)
     _make_folder(folder, option)
     probe = folder / f".galfast-write-check.{os.getpid()}.{secrets.token_hex(4)}"
     try:
@@ -63,6 +70,15 @@ def check_writable(path: os.PathLike, option: str) -> None:
     """Checks that ``atomic_write(path, ...)`` can succeed (the folder is creatable and
     writable, ``path`` is absent or a regular file, through symlinks); else UsageError naming
     ``option``."""
+    check_file_name(path, option)
+    # The folders as typed: the target's path below resolves a symlink to nothing away.
+    _check_folder_path(Path(path).parent, option)
+    check_folder_writable(_target(path).parent, option)
+
+
+def check_file_name(path: os.PathLike, option: str) -> None:
+    """Refuses (UsageError naming ``option``) a ``path`` that names something other than a
+    file to write: a folder, a FIFO, a device or a socket. Creates nothing."""
     path = Path(path)
     if path.is_dir():
         raise UsageError(f"{option}: {path} is a folder, expected a file name")
@@ -71,7 +87,6 @@ def check_writable(path: os.PathLike, option: str) -> None:
             f"{option}: {path} is not a regular file (a FIFO, a device or a socket); "
             "name a file to write"
         )
-    check_folder_writable(_target(path).parent, option)
 
 
 def check_not_an_input(

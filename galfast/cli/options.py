@@ -387,6 +387,8 @@ def prepare_checked(cfg: ExperimentConfig) -> Prepared:
     where = f"--dataset {cfg.dataset}" + (f" (--root {cfg.root})" if cfg.root else "")
     settings = f" with --option {_options(cfg)}" if cfg.dataset_options else ""
     if cfg.root is not None and not os.path.isdir(os.path.expanduser(cfg.root)):
+        if os.path.exists(os.path.expanduser(cfg.root)):
+            raise UsageError(f"--root {cfg.root}: is a file, expected the folder holding it")
         raise UsageError(f"--root {cfg.root}: no such folder")
     try:
         prepared = prepare(cfg)

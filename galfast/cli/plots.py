@@ -3,6 +3,7 @@ distance, like the paper's trade-off figures. Matplotlib with the Agg backend (n
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
@@ -23,12 +24,25 @@ _TASK_CHANCE = {"auc": 0.5}
 
 
 def pyplot():
-    import matplotlib
+    """matplotlib's pyplot on the Agg backend. Where HOME is not writable, matplotlib makes a
+    temporary config folder and logs two lines of advice about it; that folder costs a
+    command a fraction of a second (the font cache is built again) and is removed at exit
+    (``run_and_exit`` runs the exit handlers), so the advice is left out."""
+    matplotlib_log = logging.getLogger("matplotlib")
+    matplotlib_log.addFilter(_config_folder_advice)
+    try:
+        import matplotlib
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    finally:
+        matplotlib_log.removeFilter(_config_folder_advice)
     return plt
+
+
+def _config_folder_advice(record: logging.LogRecord) -> bool:
+    """False for matplotlib's records about its config and cache folder, made on its import."""
+    return record.funcName != "_get_config_or_cache_dir"
 
 
 def figure_formats() -> tuple[str, ...]:

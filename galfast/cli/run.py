@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from galfast.audit.report import score_text
+from galfast.cli.dataset_files import check_spares_the_dataset
 from galfast.cli.files import check_writable, write_json
 from galfast.cli.options import (
     add_experiment_options,
@@ -96,6 +97,8 @@ def main(args: argparse.Namespace) -> int:
     # The audit's scikit-learn worker imports it while the dataset loads (on the idle core).
     start_audit_worker(first)
     prepare_checked(first)
+    if args.out:
+        check_spares_the_dataset([args.out], "--out", first)
     records = [
         run_experiment(config(seed), progress=not args.quiet).record for seed in range(args.seeds)
     ]

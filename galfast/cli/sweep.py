@@ -9,6 +9,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from galfast.cli.dataset_files import check_spares_the_dataset
 from galfast.cli.errors import UsageError, error_line
 from galfast.cli.files import check_folder_writable, check_writable, write_csv, write_json
 from galfast.cli.options import (
@@ -104,13 +105,14 @@ def main(args: argparse.Namespace) -> int:
     ]
     check_folder_writable(out / "runs", "--out")
     attributes = grid[0].attribute_names
-    for name in ("summary.json", "summary.csv", *_plot_names(attributes)):
-        check_writable(out / name, "--out")
+    outputs = [out / name for name in ("summary.json", "summary.csv", *_plot_names(attributes))]
     for config in grid:
-        check_writable(run_path(out, config), "--out")
-        check_writable(diverged_path(run_path(out, config)), "--out")
+        outputs += [run_path(out, config), diverged_path(run_path(out, config))]
+    for path in outputs:
+        check_writable(path, "--out")
     # The largest lambda's settings are the strictest (a defended run needs adversary steps).
     prepared = prepare_checked(max(grid, key=lambda config: config.lam))
+    check_spares_the_dataset(outputs, "--out", grid[0])
     records: dict[tuple[str, float], list[dict[str, Any]]] = {}
     trained = skipped = 0
     diverged: list[str] = []  # one line each: the run's file name and why

@@ -10,14 +10,16 @@ import numpy as np
 import torch
 
 from galfast.audit.metrics import PRIMARY_METRIC
+from galfast.cli.dataset_files import check_spares_the_dataset
 from galfast.cli.errors import UsageError
-from galfast.cli.files import check_writable, save_figure
+from galfast.cli.files import check_file_name, check_writable, save_figure
 from galfast.cli.options import (
     add_experiment_options,
     config_kwargs,
     experiment_config,
     float_list,
     int_at_least,
+    path_name,
     prepare_checked,
 )
 from galfast.cli.plots import figure_formats, pyplot
@@ -63,7 +65,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         default=3000,
         help="at most this many nodes per panel (a seeded sample)",
     )
-    parser.add_argument("--out", default="tsne.png", help="figure to write (PNG, PDF, SVG, ...)")
+    parser.add_argument(
+        "--out", type=path_name, default="tsne.png", help="figure to write (PNG, PDF, SVG, ...)"
+    )
     parser.set_defaults(handler=main)
     return parser
 
@@ -75,6 +79,7 @@ def main(args: argparse.Namespace) -> int:
         experiment_config(**config_kwargs(args), distance=args.distance, lam=lam, seed=0)
         for lam in args.lam
     ]
+    check_file_name(args.out, "--out")  # a folder's name has no figure suffix to complain of
     suffix = Path(args.out).suffix.lstrip(".").lower()
     if suffix not in figure_formats():
         raise UsageError(
@@ -84,6 +89,7 @@ def main(args: argparse.Namespace) -> int:
     check_writable(args.out, "--out")
     # The largest lambda's settings are the strictest (a defended run needs adversary steps).
     prepare_checked(max(configs, key=lambda config: config.lam))
+    check_spares_the_dataset([args.out], "--out", configs[0])
     plt = pyplot()
     fig, axes = plt.subplots(1, len(configs), figsize=(5 * len(configs), 5), squeeze=False)
     for ax, config in zip(axes[0], configs):

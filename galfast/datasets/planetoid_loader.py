@@ -29,7 +29,13 @@ from galfast.datasets.planetoid_raw import (
     read_planetoid_raw,
 )
 
-__all__ = ["MissingFeaturesWarning", "PLANETOID_NAMES", "planetoid", "planetoid_resources"]
+__all__ = [
+    "MissingFeaturesWarning",
+    "PLANETOID_NAMES",
+    "planetoid",
+    "planetoid_files",
+    "planetoid_resources",
+]
 
 PLANETOID_NAMES = ("cora", "citeseer", "pubmed")
 PLANETOID_URL = "https://github.com/kimiyoung/planetoid/raw/master/data/"
@@ -95,6 +101,42 @@ def _from_root(root: Path, name: str) -> Path:
         f"no {name} Planetoid files under {root} (or {root / 'planetoid'}): expected {files} "
         f"from {PLANETOID_URL}"
     )
+
+
+def _checked_name(name: object) -> str:
+    """``name`` in lower case; ValueError for a name that is not a Planetoid dataset's."""
+    if not (isinstance(name, str) and name.lower() in PLANETOID_NAMES):  # None had no .lower
+        raise ValueError(
+            f"name must be one of {PLANETOID_NAMES}: unknown Planetoid dataset {name!r}"
+        )
+    return name.lower()
+
+
+def _source(name: str, root: Optional[Path]) -> tuple[str, Path]:
+    """Where :func:`planetoid` reads ``name`` from: ``("root", folder)`` for a ``root``,
+    ``("cache", folder)`` when the download cache holds every raw file, ``("bundled", file)``
+    for Cora, else ``("download", folder)``: the cache, where the missing files are fetched.
+    Raises DatasetNotFoundError when ``root`` holds no copy."""
+    if root is not None:
+        return "root", _from_root(root, name)
+    cache = data_dir() / "planetoid"
+    if _has(cache, name, STRUCTURE_PARTS + FEATURE_PARTS):
+        return "cache", cache
+    if name == "cora":
+        return "bundled", BUNDLED_DIR / "cora.npz"
+    return "download", cache
+
+
+def planetoid_files(name: str, root: Optional[Union[str, Path]] = None) -> tuple[Path, ...]:
+    """The files ``planetoid(name, root)`` reads: the bundled copy, or every raw file's path in
+    the folder it reads them from (a feature file it lacks too: one put there is read next
+    time). What a command writes must be none of these. Raises as :func:`planetoid` does for
+    an unknown ``name`` or a ``root`` without the files."""
+    name = _checked_name(name)
+    source, where = _source(name, check_root(root))
+    if source == "bundled":
+        return (where,)
+    return tuple(where / resource.filename for resource in planetoid_resources(name).values())
 
 
 def _from_cache(
@@ -214,26 +256,22 @@ def planetoid(
         >>> ds.num_nodes, ds.num_features, ds.num_classes
         (2708, 1433, 7)
     """
-    if not (isinstance(name, str) and name.lower() in PLANETOID_NAMES):  # None had no .lower
-        raise ValueError(
-            f"name must be one of {PLANETOID_NAMES}: unknown Planetoid dataset {name!r}"
-        )
-    name = name.lower()
+    name = _checked_name(name)
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
     # Before any file is read: the link split is drawn last.
     seed, root, opener = check_int("seed", seed, 0), check_root(root), check_opener(opener)
     val_fraction, test_fraction = check_held_out(val_fraction, test_fraction)
     missing_features = ""
-    if root is not None:
-        folder = _from_root(root, name)
-        raw = read_planetoid_raw(folder, name)
-        absent = [f"ind.{name}.{part}" for part in FEATURE_PARTS if not _has(folder, name, (part,))]
-        missing_features = f"{', '.join(absent)} not in {folder}"
-    elif _has(data_dir() / "planetoid", name, STRUCTURE_PARTS + FEATURE_PARTS):
-        _check_cached(data_dir() / "planetoid", name, download)
-        raw = read_planetoid_raw(data_dir() / "planetoid", name)
-    elif name == "cora":
-        raw = load_bundled(BUNDLED_DIR / "cora.npz")
+    source, where = _source(name, root)
+    if source == "root":
+        raw = read_planetoid_raw(where, name)
+        absent = [f"ind.{name}.{part}" for part in FEATURE_PARTS if not _has(where, name, (part,))]
+        missing_features = f"{', '.join(absent)} not in {where}"
+    elif source == "cache":
+        _check_cached(where, name, download)
+        raw = read_planetoid_raw(where, name)
+    elif source == "bundled":
+        raw = load_bundled(where)
     else:
         folder, failed = _from_cache(name, download, opener)
         _check_cached(folder, name, download)

@@ -11,13 +11,13 @@ rather than being missing (an ``AttributeError``) or, worse, silently doing noth
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 
 import torch
 from torch import Tensor
-from torch.nn.modules.lazy import LazyModuleMixin
 
 from galfast.nn._graph_input import FLOWS
+from galfast.nn._lazy_linear import LazyLinear
 
 __all__ = ["FusedLayer", "make_linear", "reset_module"]
 
@@ -41,11 +41,17 @@ _HOOKS = (
 _INTERNALS = ("propagate", "message", "aggregate", "update", "message_and_aggregate")
 
 
-def make_linear(in_channels: int, out_channels: int, bias: bool) -> torch.nn.Module:
-    """A ``torch.nn.Linear``, or a ``LazyLinear`` for ``in_channels=-1`` (same state-dict keys:
-    ``weight`` and ``bias``)."""
+def make_linear(
+    in_channels: int,
+    out_channels: int,
+    bias: bool,
+    weight_initializer: Optional[str] = None,
+) -> torch.nn.Module:
+    """A ``torch.nn.Linear``, or for ``in_channels=-1`` a :class:`LazyLinear` that draws, on
+    its first input, ``weight_initializer`` (PyG's name for the layer's ``Linear``), as PyG's
+    lazy ``Linear`` does (same state-dict keys: ``weight`` and ``bias``)."""
     if in_channels == -1:
-        return torch.nn.LazyLinear(out_channels, bias=bias)
+        return LazyLinear(out_channels, bias=bias, weight_initializer=weight_initializer)
     return torch.nn.Linear(in_channels, out_channels, bias=bias)
 
 
@@ -136,18 +142,12 @@ class FusedLayer(Unscriptable):
 
     def _materialize(self, *pairs: tuple[torch.nn.Module, Tensor]) -> None:
         """For ``in_channels=-1``: sizes each still-lazy linear map from the features it will
-        see, then re-runs ``reset_parameters`` so the layer's own initialisation (as PyG's)
-        applies rather than LazyLinear's."""
-        pending = [
-            (m, x)
-            for m, x in pairs
-            if isinstance(m, LazyModuleMixin) and m.has_uninitialized_params()
-        ]
-        if not pending:
-            return
-        for module, x in pending:
-            module.initialize_parameters(x)
-        self.reset_parameters()
+        see, in the order given: the order PyG's forward first calls its maps in. Each draws
+        only its own parameters, as PyG's lazy ``Linear``, so the generator ends where PyG's
+        does."""
+        for module, x in pairs:
+            if isinstance(module, LazyLinear) and module.is_lazy:
+                module.initialize(x)
 
     def __repr__(self) -> str:
         # PyG's form, e.g. "GCNConv(16, 32)": the layer's arguments, not its submodules.

@@ -76,7 +76,10 @@ class ChebConv(FusedLayer):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.normalization = normalization
         self.lins = torch.nn.ModuleList(
-            [make_linear(in_channels, out_channels, bias=False) for _ in range(K)]
+            [
+                make_linear(in_channels, out_channels, bias=False, weight_initializer="glorot")
+                for _ in range(K)
+            ]
         )
         self.bias = Parameter(torch.empty(out_channels)) if bias else None
         self.reset_parameters()

@@ -155,19 +155,31 @@ class GATConv(FusedLayer):
         src_channels, dst_channels = channel_pair(in_channels)
         self.lin = self.lin_src = self.lin_dst = None
         if isinstance(in_channels, int):
-            self.lin = make_linear(in_channels, heads * out_channels, bias=False)
+            self.lin = make_linear(
+                in_channels, heads * out_channels, bias=False, weight_initializer="glorot"
+            )
         else:
-            self.lin_src = make_linear(src_channels, heads * out_channels, bias=False)
-            self.lin_dst = make_linear(dst_channels, heads * out_channels, bias=False)
+            self.lin_src = make_linear(
+                src_channels, heads * out_channels, bias=False, weight_initializer="glorot"
+            )
+            self.lin_dst = make_linear(
+                dst_channels, heads * out_channels, bias=False, weight_initializer="glorot"
+            )
         self.att_src = Parameter(torch.empty(1, heads, out_channels))
         self.att_dst = Parameter(torch.empty(1, heads, out_channels))
         if edge_dim is not None:
-            self.lin_edge = make_linear(edge_dim, heads * out_channels, bias=False)
+            self.lin_edge = make_linear(
+                edge_dim, heads * out_channels, bias=False, weight_initializer="glorot"
+            )
             self.att_edge = Parameter(torch.empty(1, heads, out_channels))
         else:
             self.lin_edge = None
             self.register_parameter("att_edge", None)
-        self.res = make_linear(dst_channels, total, bias=False) if residual else None
+        self.res = (
+            make_linear(dst_channels, total, bias=False, weight_initializer="glorot")
+            if residual
+            else None
+        )
         self.bias = Parameter(torch.empty(total)) if bias else None
         self.reset_parameters()
 
@@ -200,15 +212,15 @@ class GATConv(FusedLayer):
         edge_feats = None
         if edge_attr is not None and self.lin_edge is not None:
             edge_feats = edge_attr.view(-1, 1) if edge_attr.dim() == 1 else edge_attr
+        # PyG's order of first calls: the residual map, then the node maps (the edge map below).
         self._materialize(
             *(
                 (m, t)
                 for m, t in (
+                    (self.res, x_dst),
                     (self.lin, x_src),
                     (self.lin_src, x_src),
                     (self.lin_dst, x_dst),
-                    (self.res, x_dst),
-                    (self.lin_edge, edge_feats),
                 )
                 if m is not None and t is not None
             )
@@ -242,7 +254,9 @@ class GATConv(FusedLayer):
         if self.add_self_loops:
             graph, source = self_loops_replaced(graph)
         alpha_edge = None
-        if edge_feats is not None:
+        # As PyG, the edge map is first called (and a lazy one sized) only when there are edges.
+        if edge_feats is not None and graph.num_edges:
+            self._materialize((self.lin_edge, edge_feats))
             alpha_edge = edge_logits(
                 self, edge_feats, layer, graph, source, fill_value=self.fill_value
             )

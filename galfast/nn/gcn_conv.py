@@ -96,7 +96,7 @@ class GCNConv(FusedLayer):
         self.in_channels, self.out_channels = in_channels, out_channels
         self.improved, self.cached = improved, cached
         self.add_self_loops, self.normalize = add_self_loops, normalize
-        self.lin = make_linear(in_channels, out_channels, bias=False)
+        self.lin = make_linear(in_channels, out_channels, bias=False, weight_initializer="glorot")
         self.bias = Parameter(torch.empty(out_channels)) if bias else None
         self._cached_edge_index: Optional[tuple[Graph, Optional[Tensor], Optional[str]]] = None
         self._cached_adj_t: Optional[tuple[Graph, Optional[Tensor], Optional[str]]] = None

@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import Tensor
 from torch.autograd.function import once_differentiable
 
-__all__ = ["synchronized_batch_norm", "synchronizing", "sync_batch_norm"]
+__all__ = ["named_collective", "synchronized_batch_norm", "synchronizing", "sync_batch_norm"]
 
 
 class _Sync:
@@ -58,6 +58,30 @@ def synchronized_batch_norm(group: Any = None) -> Iterator[None]:
         _active = previous
 
 
+@contextmanager
+def named_collective(operation: str, rank: int, world_size: int) -> Iterator[None]:
+    """Names the operation, this process and the likely cause when a collective fails:
+    torch's own message (a closed connection, a timeout) says neither. Here, the lowest layer
+    that issues collectives, so that the trainer's (galfast.train.distributed) share it."""
+    try:
+        yield
+    except RuntimeError as error:  # gloo's timeouts are plain RuntimeErrors
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        raise type(error)(
+            f"process {rank} of {world_size} lost the others in {operation}: another process "
+            "failed or stopped calling the trainer (its own error says why), or did not reach "
+            "this point within the process group's timeout (init_distributed(timeout=...)). "
+            f"torch: {reason}"
+        ) from error
+
+
+def _all_reduce(values: Tensor, group: Any, operation: str) -> None:
+    """``dist.all_reduce`` over ``group``, failing with the operation's name."""
+    rank, world_size = dist.get_rank(group), dist.get_world_size(group)
+    with named_collective(f"BatchNorm across processes ({operation})", rank, world_size):
+        dist.all_reduce(values, group=group)
+
+
 def synchronizing() -> Optional[_Sync]:
     """The active :func:`synchronized_batch_norm`, if any."""
     return _active
@@ -76,7 +100,7 @@ def _global_moments(rows: Tensor, group: Any) -> tuple[Tensor, Tensor, int]:
         packed = torch.cat(
             [x64.sum(0), x64.square().sum(0), x64.new_full((1,), float(rows.size(0)))]
         )
-        dist.all_reduce(packed, group=group)
+        _all_reduce(packed, group, "the batch statistics of a forward")
     count = int(round(float(packed[-1])))
     mean = packed[:channels] / max(count, 1)
     var = (packed[channels : 2 * channels] / max(count, 1) - mean.square()).clamp_min(0.0)
@@ -148,7 +172,7 @@ class _SyncBatchNormFunction(torch.autograd.Function):
         if need_x:
             # Every process takes this branch: x requires grad alike on all of them.
             sums = torch.cat([sum_g, sum_gx])
-            dist.all_reduce(sums, group=ctx.group)
+            _all_reduce(sums, ctx.group, "the gradient sums of a backward")
             channels = x.size(1)
             mean_g = (sums[:channels] / ctx.count).to(dtype)
             mean_gx = (sums[channels:] / ctx.count).to(dtype)

@@ -71,7 +71,9 @@ class Callback:
     """Base class. ``on_fit_start`` runs when :meth:`GALTrainer.fit` starts (also after a
     resume, with the restored history); ``on_epoch_end`` runs after every epoch with that
     epoch's record ``logs`` (mutable: add metrics to it). Set ``trainer.stop_training = True``
-    to end the fit after the current epoch."""
+    to end the fit after the current epoch. With several processes the callbacks may differ
+    between them; one that sets ``stop_training`` stops every process, and one that raises
+    on one process makes the others raise ``PeerFailed`` there instead of waiting for it."""
 
     def on_fit_start(self, trainer: GALTrainer) -> None:
         """Called once per ``fit`` before the first epoch."""

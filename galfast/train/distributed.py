@@ -19,11 +19,13 @@ process group. What each step does (the gradient averaging of PyTorch's DDP, as 
   type, length, tensor attributes and first batch; by fingerprints, :func:`fingerprint`):
   processes with other data raise ValueError together instead of averaging their gradients
   into a run of neither, and a process that fails its own checks there fails the others
-  (:class:`PeerFailed`). Batches of a type of your own that differ only after the first, or
-  yield another number of batches without a ``len``, go unnoticed. The trainer's own
-  collectives carry the name of their operation, so a process that stops alone raises
-  instead of waiting for the others forever, and a collective that fails or times out (a
-  process failed mid-epoch) names the operation and this process.
+  (:class:`PeerFailed`), as does one whose callbacks fail (their ``on_fit_start``, or an
+  ``on_epoch_end`` at the exchange that ends every epoch). Batches of a type of your own
+  that differ only after the first, or yield another number of batches without a ``len``,
+  go unnoticed. The trainer's own collectives (and the BatchNorm reductions of
+  :mod:`galfast.nn.sync_batch_norm`) carry the name of their operation, so a process that
+  stops alone raises instead of waiting for the others forever, and a collective that fails
+  or times out (a process failed mid-epoch) names the operation and this process.
 - Parameters and buffers are broadcast from rank 0 when ``fit`` starts; every process then
   takes the same optimizer steps, so encoder, task head, attackers and both optimizers stay
   identical everywhere. Buffers that each process moves by its own share (the running
@@ -52,12 +54,14 @@ import datetime
 import hashlib
 import math
 import os
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Optional, Union
 
 import torch
 import torch.distributed as dist
 from torch import Tensor, nn
+
+from galfast.nn.sync_batch_norm import named_collective
 
 __all__ = ["PeerFailed", "ProcessGroup", "batch_values", "fingerprint", "init_distributed"]
 
@@ -180,20 +184,10 @@ class ProcessGroup:
                 dist.all_reduce(values)
         return values
 
-    @contextlib.contextmanager
-    def _collective(self, operation: str) -> Iterator[None]:
-        """Names the operation, this process and the likely cause when a collective fails:
-        torch's own message (a closed connection, a timeout) says neither."""
-        try:
-            yield
-        except RuntimeError as error:  # gloo's timeouts are plain RuntimeErrors
-            reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-            raise type(error)(
-                f"process {self.rank} of {self.world_size} lost the others in {operation}: "
-                "another process failed or stopped calling the trainer (its own error says "
-                "why), or did not reach this point within the process group's timeout "
-                f"(init_distributed(timeout=...)). torch: {reason}"
-            ) from error
+    def _collective(self, operation: str) -> contextlib.AbstractContextManager[None]:
+        """A failing collective names ``operation`` and this process (see
+        :func:`~galfast.nn.sync_batch_norm.named_collective`)."""
+        return named_collective(operation, self.rank, self.world_size)
 
     def average_gradients(self, parameters: Iterable[nn.Parameter]) -> None:
         """Replaces each gradient by its mean over the processes, in one all_reduce. A
@@ -260,36 +254,67 @@ class ProcessGroup:
                 f"call it, or failed). torch: {str(error).strip().splitlines()[0]}"
             ) from error
 
-    def any(self, flag: bool, operation: str, device: torch.device) -> bool:
-        """True in every process when ``flag`` is True in one of them."""
-        return bool(self._exchange(operation, [int(flag)], device)[0][0])
+    def any(
+        self,
+        flag: bool,
+        operation: str,
+        device: torch.device,
+        failure: Optional[Exception] = None,
+    ) -> bool:
+        """True in every process when ``flag`` is True in one of them. ``failure``, this
+        process's error before the exchange (a callback's), is raised here once the others
+        know of it, in the same all_reduce: they raise :class:`PeerFailed` naming this process
+        instead of waiting for it in their next collective."""
+        first_failed = self.world_size if failure is None else self.rank
+        highest, lowest = self._exchange(operation, [int(flag), first_failed], device)
+        self._raise_failures(failure, lowest[1], operation, "every process stopped there")
+        return bool(highest[0])
 
     def differing(
-        self, fingerprints: dict[str, Tensor], operation: str, failed: bool = False
+        self,
+        fingerprints: dict[str, Tensor],
+        operation: str,
+        failed: bool = False,
+        device: Optional[torch.device] = None,
     ) -> list[str]:
         """The names whose :func:`fingerprint` is not the same in every process (in every
         process; one all_reduce when all agree). A process that ``failed`` before it could
         compare still joins, so that the others raise with it instead of waiting for it: every
-        process but the failed ones raises :class:`PeerFailed`."""
+        process but the failed ones raises :class:`PeerFailed`. ``device``: where the
+        collective runs when there are no fingerprints (a failed process; NCCL reduces no
+        CPU tensor), by default the CPU."""
         if not self.enabled:
             return []
-        device = next(iter(fingerprints.values())).device if fingerprints else torch.device("cpu")
+        if device is None:
+            device = (
+                next(iter(fingerprints.values())).device if fingerprints else torch.device("cpu")
+            )
         values = torch.stack(list(fingerprints.values())) if fingerprints else None
         combined = 0 if values is None else int(fingerprint([values], device))
         first_failed = self.rank if failed else self.world_size
         mine = [len(fingerprints), combined, first_failed]
         highest, lowest = self._exchange(operation, mine, device)
-        if lowest[2] < self.world_size and not failed:
-            raise PeerFailed(
-                f"process {lowest[2]} of {self.world_size} failed in {operation} before training "
-                "(its own error says why): no process trained"
-            )
+        if not failed:
+            self._raise_failures(None, lowest[2], operation, "no process trained")
         if failed or highest == lowest:
             return []
         if highest[0] != lowest[0]:
             return list(fingerprints)  # other entries altogether (another set of attributes)
         highest, lowest = self._exchange(operation, values.tolist(), values.device)
         return [name for name, high, low in zip(fingerprints, highest, lowest) if high != low]
+
+    def _raise_failures(
+        self, failure: Optional[Exception], first_failed: int, operation: str, outcome: str
+    ) -> None:
+        """Raises this process's ``failure``, else :class:`PeerFailed` when ``first_failed``
+        (the lowest rank that failed; ``world_size``: none) names another process."""
+        if failure is not None:
+            raise failure
+        if first_failed < self.world_size:
+            raise PeerFailed(
+                f"process {first_failed} of {self.world_size} failed in {operation} (its own "
+                f"error says why): {outcome}"
+            )
 
     def _exchange(
         self, operation: str, values: list[int], device: torch.device

@@ -109,6 +109,18 @@ def _callback_list(callbacks: Any) -> list[Callback]:
     return callbacks
 
 
+def _callbacks_failure(callbacks: list[Callback], hook: str, *args: Any) -> Optional[Exception]:
+    """Calls each callback's ``hook`` (a method name) with ``args`` in turn; the exception one
+    raises (the rest then do not run), returned for the next exchange to raise in every
+    process."""
+    try:
+        for cb in callbacks:
+            getattr(cb, hook)(*args)
+    except Exception as error:
+        return error
+    return None
+
+
 def _item_count(graph: Optional[Graph], task_batches: Any) -> Optional[int]:
     """What a sensitive attribute's rows stand for: the graph's nodes, or with graph-level
     batches (no graph) their graphs, which an attribute of another length does not fit."""
@@ -426,6 +438,15 @@ class GALTrainer(SampledSteps):
                 "GALTrainer, and keep the process group until training ends"
             )
 
+    def _check_process_group_at_fit_start(self) -> None:
+        """:meth:`_check_process_group`; a process that fails it joins the others' check of
+        the fit's start in the process group it is now in, so that they raise with it."""
+        try:
+            self._check_process_group()
+        except ValueError:
+            ProcessGroup.detect().differing({}, "fit (its start)", failed=True, device=self.device)
+            raise
+
     @staticmethod
     def _module_device(module: nn.Module) -> torch.device:
         for p in module.parameters():
@@ -474,7 +495,7 @@ class GALTrainer(SampledSteps):
         Raises:
             LossDiverged: an epoch's task or adversary loss was NaN or infinite.
         """
-        self._check_process_group()
+        self._check_process_group_at_fit_start()
         # With several processes, one that fails here still joins the others' check below, so
         # that they raise with it instead of waiting for it in their first step.
         failure = None
@@ -505,8 +526,10 @@ class GALTrainer(SampledSteps):
         self._graph, self._x, self._context = graph, None if x is None else inputs, context
 
         self.stop_training = False
-        for cb in callbacks:
-            cb.on_fit_start(self)
+        # Callbacks may differ between processes (a CheckpointEvery on rank 0 alone): one that
+        # fails on one process fails the others here, not after their first step's timeout.
+        failure = _callbacks_failure(callbacks, "on_fit_start", self)
+        self.process_group.any(False, "fit (the callbacks' on_fit_start)", self.device, failure)
         bar = tqdm(
             total=epochs,
             initial=min(self.epoch, epochs),
@@ -519,11 +542,11 @@ class GALTrainer(SampledSteps):
             while self.epoch < epochs and not self.stop_training:
                 record = self._run_epoch(graph, inputs, task_batches, adversaries)
                 self.history.append(record)
-                for cb in callbacks:
-                    cb.on_epoch_end(self, record)
-                # A callback that stops one process stops all: the others would wait for it.
+                failure = _callbacks_failure(callbacks, "on_epoch_end", self, record)
+                # A callback that stops or fails one process stops or fails all: the others
+                # would wait for it in their next step.
                 self.stop_training = self.process_group.any(
-                    self.stop_training, "fit (the end of an epoch)", self.device
+                    self.stop_training, "fit (the end of an epoch)", self.device, failure
                 )
                 bar.update(1)
                 bar.set_postfix(
@@ -687,7 +710,7 @@ class GALTrainer(SampledSteps):
             except Exception as error:  # a user's batches that fail to iterate
                 failure = error
         differing = self.process_group.differing(
-            fingerprints, "fit (its start)", failed=failure is not None
+            fingerprints, "fit (its start)", failed=failure is not None, device=self.device
         )
         if failure is not None:
             raise failure
