@@ -50,3 +50,32 @@ def save_outcome_after_a_failure(rank: int, workdir: str, outcome: dict) -> None
             break
         time.sleep(0.1)
     os._exit(0)
+
+
+class FailingLoss:
+    """A task loss that raises on rank 1's ``failing_call``-th step (a bad batch, an
+    out-of-memory...) and is ``classification_loss`` otherwise."""
+
+    def __init__(self, rank: int, failing_call: int) -> None:
+        self.rank, self.failing_call, self.calls = rank, failing_call, 0
+
+    def __call__(self, out, batch):
+        from galfast.train import classification_loss
+
+        self.calls += 1
+        if self.rank == 1 and self.calls == self.failing_call:
+            raise RuntimeError("rank 1's own failure")
+        return classification_loss(out, batch)
+
+
+def scenario_outcomes(scenarios: dict, rank: int, workdir: str, *args) -> None:
+    """Runs each of ``scenarios`` (name -> ``scenario(rank, workdir, *args)``, returning an
+    outcome dict) in turn and saves their outcomes, an error as its type and message, to
+    ``workdir/rank{rank}.pt``."""
+    outcomes = {}
+    for name, scenario in scenarios.items():
+        try:
+            outcomes[name] = scenario(rank, workdir, *args)
+        except Exception as error:
+            outcomes[name] = {"error": f"{type(error).__name__}: {error}"}
+    torch.save(outcomes, os.path.join(workdir, f"rank{rank}.pt"))

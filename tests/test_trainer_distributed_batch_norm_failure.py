@@ -7,30 +7,15 @@ from __future__ import annotations
 
 import pytest
 from distributed_gal_batch_norm import gal_run
-from gloo_group import join, save_outcome_after_a_failure, two_process_records
-
-from galfast.train import classification_loss
+from gloo_group import FailingLoss, join, save_outcome_after_a_failure, two_process_records
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
-
-
-class _FailingLoss:
-    """A task loss that raises on rank 1's second step, after its encoder's forward."""
-
-    def __init__(self, rank: int) -> None:
-        self.rank, self.calls = rank, 0
-
-    def __call__(self, out, batch):
-        self.calls += 1
-        if self.rank == 1 and self.calls == 2:
-            raise RuntimeError("rank 1's own failure")
-        return classification_loss(out, batch)
 
 
 def _run(rank: int, world_size: int, workdir: str) -> None:
     join(rank, world_size, workdir, seconds=5)
     trainer, args = gal_run("overlap")
-    trainer.task_loss = _FailingLoss(rank)
+    trainer.task_loss = FailingLoss(rank, failing_call=2)  # after its encoder's forward
     try:
         trainer.fit(*args, epochs=1, progress=False)
         outcome = {}

@@ -12,7 +12,13 @@ import pytest
 import torch
 import torch.distributed as dist
 from gal_fixtures import planted_graph
-from gloo_group import join, save_outcome_after_a_failure, two_process_records
+from gloo_group import (
+    FailingLoss,
+    join,
+    save_outcome_after_a_failure,
+    scenario_outcomes,
+    two_process_records,
+)
 from torch import nn
 
 from galfast import GALTrainer, SensitiveAttribute
@@ -121,13 +127,7 @@ SCENARIOS = {
 
 def _run_scenarios(rank: int, world_size: int, workdir: str) -> None:
     join(rank, world_size, workdir, seconds=20)
-    outcomes = {}
-    for name, scenario in SCENARIOS.items():
-        try:
-            outcomes[name] = scenario(rank, workdir)
-        except Exception as error:
-            outcomes[name] = {"error": f"{type(error).__name__}: {error}"}
-    torch.save(outcomes, os.path.join(workdir, f"rank{rank}.pt"))
+    scenario_outcomes(SCENARIOS, rank, workdir)
 
 
 @pytest.fixture(scope="module")
@@ -179,23 +179,10 @@ def test_a_process_failing_at_fit_start_fails_the_others_at_once(outcomes):
     assert rank1.startswith("ValueError") and "PeerFailed" not in rank1
 
 
-class _FailingLoss:
-    """A task loss that raises on rank 1's third step (a bad batch, an out-of-memory...)."""
-
-    def __init__(self, rank: int) -> None:
-        self.rank, self.calls = rank, 0
-
-    def __call__(self, out, batch):
-        self.calls += 1
-        if self.rank == 1 and self.calls == 3:
-            raise RuntimeError("rank 1's own failure")
-        return classification_loss(out, batch)
-
-
 def _run_failing_step(rank: int, world_size: int, workdir: str) -> None:
     join(rank, world_size, workdir, seconds=5)
     try:
-        _fit(_trainer(task_loss=_FailingLoss(rank)), epochs=2)
+        _fit(_trainer(task_loss=FailingLoss(rank, failing_call=3)), epochs=2)
         outcome = {}
     except Exception as error:
         outcome = {"error": f"{type(error).__name__}: {error}"}

@@ -6,12 +6,10 @@ trains)."""
 
 from __future__ import annotations
 
-import os
-
 import pytest
 import torch
 from gal_fixtures import planted_graph
-from gloo_group import join, two_process_records
+from gloo_group import join, scenario_outcomes, two_process_records
 from torch import nn
 
 from galfast import GALTrainer, SensitiveAttribute
@@ -101,13 +99,7 @@ SCENARIOS = {
 def _run_scenarios(rank: int, world_size: int, workdir: str) -> None:
     early = _trainer() if rank == 1 else None  # built as one process of one
     join(rank, world_size, workdir, seconds=GROUP_TIMEOUT_S)
-    outcomes = {}
-    for name, scenario in SCENARIOS.items():
-        try:
-            outcomes[name] = scenario(rank, workdir, early)
-        except Exception as error:
-            outcomes[name] = {"error": f"{type(error).__name__}: {error}"}
-    torch.save(outcomes, os.path.join(workdir, f"rank{rank}.pt"))
+    scenario_outcomes(SCENARIOS, rank, workdir, early)
 
 
 @pytest.fixture(scope="module")
