@@ -51,3 +51,12 @@ def fb_folder(tmp_path, monkeypatch):
     folder = write_fb15k_237(tmp_path / "fb15k-237")
     pin_folder(monkeypatch, "fb15k-237", folder)
     return folder
+
+
+@pytest.fixture
+def audit_files(tmp_path):
+    """The files of a small `galfast audit`: embeddings z.pt, labels.pt and a ring graph g.pt."""
+    torch.save(torch.randn(20, 3), tmp_path / "z.pt")
+    torch.save(torch.arange(20) % 2, tmp_path / "labels.pt")
+    torch.save(torch.stack([torch.arange(20), (torch.arange(20) + 1) % 20]), tmp_path / "g.pt")
+    return tmp_path

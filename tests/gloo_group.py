@@ -72,10 +72,17 @@ def scenario_outcomes(scenarios: dict, rank: int, workdir: str, *args) -> None:
     """Runs each of ``scenarios`` (name -> ``scenario(rank, workdir, *args)``, returning an
     outcome dict) in turn and saves their outcomes, an error as its type and message, to
     ``workdir/rank{rank}.pt``."""
-    outcomes = {}
-    for name, scenario in scenarios.items():
-        try:
-            outcomes[name] = scenario(rank, workdir, *args)
-        except Exception as error:
-            outcomes[name] = {"error": f"{type(error).__name__}: {error}"}
+    outcomes = {
+        name: outcome_of(scenario, rank, workdir, *args) for name, scenario in scenarios.items()
+    }
     torch.save(outcomes, os.path.join(workdir, f"rank{rank}.pt"))
+
+
+def outcome_of(run, *args) -> dict:
+    """``run(*args)``'s outcome: what it returns where that is a dict, else {}; or its error
+    as ``{"error": "Type: message"}``."""
+    try:
+        result = run(*args)
+        return result if isinstance(result, dict) else {}
+    except Exception as error:
+        return {"error": f"{type(error).__name__}: {error}"}

@@ -194,14 +194,6 @@ def test_a_run_file_of_the_wrong_shape_is_trained_again(tmp_path, capsys):
     assert "(a JSON list, not an object)" in capsys.readouterr().out
 
 
-@pytest.fixture
-def audit_files(tmp_path):
-    torch.save(torch.randn(20, 3), tmp_path / "z.pt")
-    torch.save(torch.arange(20) % 2, tmp_path / "labels.pt")
-    torch.save(torch.stack([torch.arange(20), (torch.arange(20) + 1) % 20]), tmp_path / "g.pt")
-    return tmp_path
-
-
 def audit_argv(folder, **replace):
     files = {"z": "z.pt", "labels": "labels.pt", "graph": "g.pt", **replace}
     return [

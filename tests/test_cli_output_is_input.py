@@ -7,19 +7,10 @@ from __future__ import annotations
 import os
 
 import pytest
-import torch
 from cli_errors_helpers import one_error_line
 
 from galfast.cli import main
 from galfast.cli.errors import UsageError
-
-
-@pytest.fixture
-def audit_files(tmp_path):
-    torch.save(torch.randn(20, 3), tmp_path / "z.pt")
-    torch.save(torch.arange(20) % 2, tmp_path / "labels.pt")
-    torch.save(torch.stack([torch.arange(20), (torch.arange(20) + 1) % 20]), tmp_path / "g.pt")
-    return tmp_path
 
 
 def audit_argv(folder, json_path):

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 import pytest
 from distributed_gal_batch_norm import gal_run
-from gloo_group import FailingLoss, join, save_outcome_after_a_failure, two_process_records
+from gloo_group import (
+    FailingLoss,
+    join,
+    outcome_of,
+    save_outcome_after_a_failure,
+    two_process_records,
+)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -16,11 +22,7 @@ def _run(rank: int, world_size: int, workdir: str) -> None:
     join(rank, world_size, workdir, seconds=5)
     trainer, args = gal_run("overlap")
     trainer.task_loss = FailingLoss(rank, failing_call=2)  # after its encoder's forward
-    try:
-        trainer.fit(*args, epochs=1, progress=False)
-        outcome = {}
-    except Exception as error:
-        outcome = {"error": f"{type(error).__name__}: {error}"}
+    outcome = outcome_of(lambda: trainer.fit(*args, epochs=1, progress=False))
     save_outcome_after_a_failure(rank, workdir, outcome)
 
 

@@ -15,6 +15,7 @@ from gal_fixtures import planted_graph
 from gloo_group import (
     FailingLoss,
     join,
+    outcome_of,
     save_outcome_after_a_failure,
     scenario_outcomes,
     two_process_records,
@@ -181,11 +182,8 @@ def test_a_process_failing_at_fit_start_fails_the_others_at_once(outcomes):
 
 def _run_failing_step(rank: int, world_size: int, workdir: str) -> None:
     join(rank, world_size, workdir, seconds=5)
-    try:
-        _fit(_trainer(task_loss=FailingLoss(rank, failing_call=3)), epochs=2)
-        outcome = {}
-    except Exception as error:
-        outcome = {"error": f"{type(error).__name__}: {error}"}
+    trainer = _trainer(task_loss=FailingLoss(rank, failing_call=3))
+    outcome = outcome_of(lambda: _fit(trainer, epochs=2))
     save_outcome_after_a_failure(rank, workdir, outcome)
 
 
