@@ -70,12 +70,13 @@ class FailingLoss:
 
 def scenario_outcomes(scenarios: dict, rank: int, workdir: str, *args) -> None:
     """Runs each of ``scenarios`` (name -> ``scenario(rank, workdir, *args)``, returning an
-    outcome dict) in turn and saves their outcomes, an error as its type and message, to
-    ``workdir/rank{rank}.pt``."""
+    outcome dict) in turn, saves their outcomes, an error as its type and message, to
+    ``workdir/rank{rank}.pt``, and ends the process (as save_outcome_after_a_failure)."""
     outcomes = {
         name: outcome_of(scenario, rank, workdir, *args) for name, scenario in scenarios.items()
     }
     torch.save(outcomes, os.path.join(workdir, f"rank{rank}.pt"))
+    os._exit(0)  # a scenario's timed-out collective may abort gloo's teardown (see above)
 
 
 def outcome_of(run, *args) -> dict:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import textwrap
 
 import pytest
 import torch.distributed
+from same_galfast import GALFAST_PARENT, same_galfast_env
 
 from galfast.train import init_distributed
 
@@ -99,7 +99,8 @@ def joined():
     environment = {"PORTS": json.dumps(_free_ports(3)), "GLOO_SOCKET_IFNAME": "lo"}
     completed = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(_SCRIPT)],
-        env={**os.environ, **environment},
+        cwd=GALFAST_PARENT,  # from a checkout, not its unbuilt source tree
+        env={**same_galfast_env(), **environment},
         capture_output=True,
         text=True,
         timeout=120,
