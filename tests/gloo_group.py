@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import datetime
 import os
+import sys
 import time
+import traceback
 
 import torch
 import torch.distributed as dist
@@ -22,34 +24,49 @@ def join(rank: int, world_size: int, workdir: str, seconds: float = 60) -> None:
     )
 
 
-def two_process_records(run, workdir: str, *args, seconds: float = 300) -> list:
+def two_process_records(
+    run, workdir: str, *args, seconds: float = 300, weights_only: bool = True
+) -> list:
     """Spawns ``run(rank, 2, workdir, *args)`` on two processes and returns what each saved
     to ``workdir/rank{r}.pt``. Processes still running after ``seconds`` (a wait that a
     timeout should have ended) are terminated and the test fails instead of hanging."""
     os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    context = mp.spawn(run, args=(2, workdir, *args), nprocs=2, join=False)
+    context = mp.spawn(_run_then_exit, args=(run, 2, workdir, *args), nprocs=2, join=False)
     deadline = time.monotonic() + seconds
     while not context.join(timeout=max(deadline - time.monotonic(), 0)):
         if time.monotonic() >= deadline:
             for process in context.processes:
                 process.terminate()
             raise TimeoutError(f"the two processes still ran after {seconds} s: a hang")
-    return [torch.load(os.path.join(workdir, f"rank{r}.pt")) for r in (0, 1)]
+    paths = [os.path.join(workdir, f"rank{r}.pt") for r in (0, 1)]
+    return [torch.load(path, weights_only=weights_only) for path in paths]
+
+
+def _run_then_exit(rank: int, run, *args) -> None:
+    """Runs ``run(rank, *args)`` in a spawned process and ends the process without the
+    interpreter's teardown: gloo's threads after a refused or timed-out collective may call
+    std::terminate (SIGABRT) as they are destroyed, failing a test whose records were saved."""
+    try:
+        run(rank, *args)
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
 
 
 def save_outcome_after_a_failure(rank: int, workdir: str, outcome: dict) -> None:
     """Saves ``outcome`` as ``workdir/rank{rank}.pt`` in a test where one process failed
-    mid-run, and ends the process. Rank 1 lives on (a caller that catches its error) until
-    rank 0 has saved, bounded so that a rank 0 that hangs fails the test. A collective that
-    timed out leaves gloo's threads in a state whose teardown may call std::terminate (SIGABRT)
-    as the interpreter exits, so the process ends without one."""
+    mid-run. Rank 1 lives on (a caller that catches its error) until rank 0 has saved,
+    bounded so that a rank 0 that hangs fails the test."""
     torch.save(outcome, os.path.join(workdir, f"rank{rank}.pt"))
     deadline = time.monotonic() + 60
     while rank == 1 and time.monotonic() < deadline:
         if os.path.exists(os.path.join(workdir, "rank0.pt")):
             break
         time.sleep(0.1)
-    os._exit(0)
 
 
 class FailingLoss:
@@ -71,12 +88,11 @@ class FailingLoss:
 def scenario_outcomes(scenarios: dict, rank: int, workdir: str, *args) -> None:
     """Runs each of ``scenarios`` (name -> ``scenario(rank, workdir, *args)``, returning an
     outcome dict) in turn, saves their outcomes, an error as its type and message, to
-    ``workdir/rank{rank}.pt``, and ends the process (as save_outcome_after_a_failure)."""
+    ``workdir/rank{rank}.pt``."""
     outcomes = {
         name: outcome_of(scenario, rank, workdir, *args) for name, scenario in scenarios.items()
     }
     torch.save(outcomes, os.path.join(workdir, f"rank{rank}.pt"))
-    os._exit(0)  # a scenario's timed-out collective may abort gloo's teardown (see above)
 
 
 def outcome_of(run, *args) -> dict:

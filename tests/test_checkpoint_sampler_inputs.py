@@ -12,9 +12,9 @@ import re
 import pytest
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 from damaged_zip import flip_a_stored_bit
 from gal_fixtures import MeanEncoder, planted_graph
+from gloo_group import two_process_records
 from graphs import random_edges
 from torch import nn
 
@@ -273,7 +273,7 @@ def test_loader_options_are_checked_when_it_is_built(options, match):
         NeighborLoader(_loader_graph(), None, args.pop("fanouts"), 4, seed=0, **args)
 
 
-def _two_process_worker(rank: int, workdir: str) -> None:
+def _two_process_worker(rank: int, world_size: int, workdir: str) -> None:
     """Builds a trainer before joining the group (a common ordering mistake), then one after
     it, whose checkpoint goes to a folder; records what each process saw."""
     from distributed_gal import trainer_and_data
@@ -281,7 +281,7 @@ def _two_process_worker(rank: int, workdir: str) -> None:
     torch.set_num_threads(1)
     early, (graph, batches, attr), x = trainer_and_data()
     init = f"file://{os.path.join(workdir, 'rendezvous')}"
-    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=2)
+    dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world_size)
     seen = {}
     try:
         try:
@@ -298,15 +298,13 @@ def _two_process_worker(rank: int, workdir: str) -> None:
         dist.barrier()
     finally:
         dist.destroy_process_group()
-    torch.save(seen, os.path.join(workdir, f"seen{rank}.pt"))
+    torch.save(seen, os.path.join(workdir, f"rank{rank}.pt"))
 
 
 def test_two_processes_refuse_a_late_group_and_share_a_failed_save(tmp_path):
     # A trainer built before init_distributed trained alone in each process, each one
     # writing the checkpoint; a save that failed on rank 0 returned normally on rank 1.
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    mp.spawn(_two_process_worker, args=(str(tmp_path),), nprocs=2, join=True)
-    seen = [torch.load(tmp_path / f"seen{rank}.pt") for rank in (0, 1)]
+    seen = two_process_records(_two_process_worker, str(tmp_path))
     for rank, record in enumerate(seen):
         assert (
             f"built as process 0 of 1 but torch.distributed now has this process as {rank} of 2"

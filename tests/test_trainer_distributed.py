@@ -12,8 +12,8 @@ import os
 
 import pytest
 import torch
-import torch.multiprocessing as mp
 from distributed_gal import counting_encode, run, snapshot, trainer_and_data
+from gloo_group import two_process_records
 
 from galfast.train import init_distributed
 from galfast.train.sampled_encoding import SampledEncoder
@@ -28,10 +28,7 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 @pytest.fixture(scope="module")
 def two_processes(tmp_path_factory):
     workdir = str(tmp_path_factory.mktemp("ddp"))
-    os.environ.setdefault("GLOO_SOCKET_IFNAME", "lo")
-    mp.spawn(run, args=(2, workdir, EPOCHS), nprocs=2, join=True)
-    ranks = [torch.load(os.path.join(workdir, f"rank{r}.pt"), weights_only=False) for r in (0, 1)]
-    return workdir, ranks
+    return workdir, two_process_records(run, workdir, EPOCHS, weights_only=False)
 
 
 def _one_process(epochs, checkpoint=None):
