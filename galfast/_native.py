@@ -6,7 +6,9 @@ import importlib.machinery
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Optional
+from typing import NoReturn, Optional
+
+from galfast._elf_extent import elf_extent
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -91,11 +93,58 @@ def missing_extension_message(
     )
 
 
+def extension_file(package_dir: Path) -> Optional[Path]:
+    """The _C file the import system loads from `package_dir` (the first suffix it tries)."""
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        if (package_dir / f"_C{suffix}").is_file():
+            return package_dir / f"_C{suffix}"
+    return None
+
+
+def truncated_extension_message(package_dir: Path) -> Optional[str]:
+    """Why the _C in `package_dir` cannot be loaded, where it is shorter than its own headers
+    say (loading it would end the interpreter with SIGBUS); None where it is whole."""
+    path = extension_file(package_dir)
+    if path is None:
+        return None
+    extent, size = elf_extent(path), path.stat().st_size
+    if extent is None or extent <= size:
+        return None
+    return (
+        f"galfast's native extension {path} is damaged: the file holds {size} bytes of the "
+        f"{extent} its headers describe (an install or copy that was cut short, a full disk?). "
+        "Reinstall galfast with this Python's pip (`python -m pip install --force-reinstall "
+        "--no-deps .` in the source checkout or unpacked sdist)."
+    )
+
+
+def running_the_command_line() -> bool:
+    """Whether this interpreter runs the ``galfast`` command (its console script or
+    ``python -m galfast``), whose user gets a one-line error rather than a traceback."""
+    main = sys.modules.get("__main__")
+    if Path(getattr(main, "__file__", None) or "").stem == "galfast":
+        return True
+    argv = getattr(sys, "orig_argv", [])
+    return any(a == "-m" and b in ("galfast", "galfast.cli") for a, b in zip(argv, argv[1:]))
+
+
+def _refuse_to_load(message: str, cause: Optional[BaseException]) -> NoReturn:
+    if running_the_command_line():
+        print(f"galfast: error: {message}", file=sys.stderr)
+        raise SystemExit(1)
+    raise ImportError(message) from cause
+
+
+_damage = truncated_extension_message(PACKAGE_DIR)
+if _damage is not None:
+    _refuse_to_load(_damage, None)
 try:
     from galfast import _C
 except ImportError as err:
-    message = missing_extension_message(PACKAGE_DIR, err, sys.path)
     # A missing file: the import's own error and traceback say nothing more.
-    raise ImportError(message) from (err if has_extension(PACKAGE_DIR) else None)
+    _refuse_to_load(
+        missing_extension_message(PACKAGE_DIR, err, sys.path),
+        err if has_extension(PACKAGE_DIR) else None,
+    )
 
 __all__ = ["_C"]

@@ -19,7 +19,8 @@ BASE = {"graph", "_native", "_dtypes", "_args", "_versions"}
 # top-level module (graph, _native, ...); "galfast" is the package's own __init__.
 ALLOWED = {
     "_dtypes": {"_native"},
-    "_native": set(),
+    "_native": {"_elf_extent"},
+    "_elf_extent": set(),
     "_versions": set(),
     "_startup": set(),
     "_args": {"_dtypes"},

@@ -33,7 +33,7 @@ def test_the_build_inputs_are_in_the_sdist(sdist_files):
         if p.suffix in (".h", ".cpp", ".cu", ".cuh")
     }
     assert sources, "no kernel sources found beside this test"
-    assert {"CMakeLists.txt", "setup.py", "pyproject.toml"} <= sdist_files
+    assert {"CMakeLists.txt", "setup.py", "pyproject.toml", "LICENSE"} <= sdist_files
     assert sources - sdist_files == set()
 
 
