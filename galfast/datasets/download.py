@@ -37,6 +37,7 @@ __all__ = [
     "extract_zip",
     "fetch",
     "new_partial",
+    "pin_path",
     "verify_file",
 ]
 
@@ -129,14 +130,15 @@ def new_partial(target: Path, suffix: str) -> Path:
     return partial
 
 
-def _pin_path(target: Path) -> Path:
+def pin_path(target: Path) -> Path:
+    """Where the SHA-256 of a downloaded `target` without a published one is pinned."""
     return target.with_name(target.name + ".sha256")
 
 
 def _expected_sha256(resource: Resource, target: Path) -> Optional[str]:
     if resource.sha256 is not None:
         return resource.sha256.lower()
-    pin = _pin_path(target)
+    pin = pin_path(target)
     if not pin.is_file():
         return None
     # A pin cut short (a crash or a full disk while it was written) or edited by hand.
@@ -217,10 +219,10 @@ def fetch(
         Path(partial).unlink(missing_ok=True)
         raise
     if expected is None:
-        _pin_path(target).write_text(f"{actual}  {resource.filename}\n")
+        pin_path(target).write_text(f"{actual}  {resource.filename}\n")
         warnings.warn(
             f"{resource.filename} from {resource.url} has no published SHA-256; galfast pinned "
-            f"the downloaded file's hash {actual} in {_pin_path(target)} and will require it "
+            f"the downloaded file's hash {actual} in {pin_path(target)} and will require it "
             "on later downloads. Compare it with a trusted copy if you can.",
             UnpinnedChecksumWarning,
             stacklevel=2,

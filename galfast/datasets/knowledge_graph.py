@@ -30,7 +30,7 @@ from galfast.datasets.knowledge_graph_dataset import (
     build_knowledge_graph_dataset,
 )
 
-__all__ = ["KG_NAMES", "fb15k_237", "wn18rr"]
+__all__ = ["KG_NAMES", "fb15k_237", "knowledge_graph_files", "wn18rr"]
 
 KG_NAMES = ("fb15k-237", "wn18rr")
 SPLITS = ("train", "valid", "test")
@@ -122,9 +122,14 @@ def _dataset_folder(root: Path, name: str) -> tuple[Path, Path]:
     )
 
 
+def _cache_folder(name: str) -> Path:
+    """The cache's dataset folder: the archive is downloaded into it and unpacked there."""
+    return data_dir() / name
+
+
 def _cached_folder(name: str, download: bool, opener: Callable[..., object]) -> tuple[Path, Path]:
     """The cache's dataset folder, downloading and unpacking the archive into it if needed."""
-    folder = data_dir() / name
+    folder = _cache_folder(name)
     triples = _triples_folder(folder, name)
     if triples is not None:
         return folder, triples
@@ -152,13 +157,20 @@ def _verified(path: Path, name: str, key: str) -> Path:
     return path
 
 
+def _attribute_location(folder: Path, triples: Path, name: str) -> Path:
+    """Where the attribute file of ``name`` is read from, present or not: in the dataset
+    ``folder``, unless only the ``triples`` folder inside it holds one."""
+    relative = _ATTRIBUTE_FILE[name][0]
+    if not (folder / relative).is_file() and (triples / relative).is_file():
+        return triples / relative
+    return folder / relative
+
+
 def _attribute_path(folder: Path, triples: Path, name: str) -> Path:
     """The attribute file of ``name``: in the dataset ``folder``, or beside the ``triples``
     where those sit in a subfolder of it (``root/WN18RR/``, as the docstrings allow)."""
     relative, origin = _ATTRIBUTE_FILE[name]
-    path = folder / relative
-    if not path.is_file() and (triples / relative).is_file():
-        path = triples / relative
+    path = _attribute_location(folder, triples, name)
     if not path.is_file():
         raise DatasetNotFoundError(
             f"{name}'s sensitive attributes need {path}: {origin} (SHA-256 "
@@ -181,8 +193,31 @@ def _load(
         folder, triples = _dataset_folder(root, name)
     else:
         folder, triples = _cached_folder(name, download, opener)
-    files = {split: _verified(triples / f"{split}.txt", name, f"{split}.txt") for split in SPLITS}
+    files = {split: _verified(path, name, path.name) for split, path in _splits(triples).items()}
     return folder, files
+
+
+def _splits(triples: Path) -> dict[str, Path]:
+    return {split: triples / f"{split}.txt" for split in SPLITS}
+
+
+def knowledge_graph_files(name: str, root: Optional[Union[str, Path]] = None) -> tuple[Path, ...]:
+    """The files the loader of ``name`` (``"fb15k-237"`` or ``"wn18rr"``) reads from ``root``:
+    the triples of each split and the attribute file (where one put there would be read, when
+    it is absent), and in the cache also the archive it downloads and unpacks there. What a
+    command writes must be none of these. Raises as the loader does for a ``root`` without
+    the triples."""
+    if not (isinstance(name, str) and name in KG_NAMES):  # a list was unhashable
+        raise ValueError(f"name must be one of {KG_NAMES}: unknown knowledge graph {name!r}")
+    root = check_root(root)
+    if root is not None:
+        folder, triples = _dataset_folder(root, name)
+        downloaded = ()
+    else:
+        folder = _cache_folder(name)
+        triples = _triples_folder(folder, name) or folder / _ARCHIVE[name]
+        downloaded = (folder / _archive(name).filename,)
+    return (*_splits(triples).values(), _attribute_location(folder, triples, name), *downloaded)
 
 
 def wn18rr(

@@ -40,6 +40,7 @@ __all__ = [
     "OCCUPATIONS_1M",
     "age_group",
     "movielens",
+    "movielens_files",
 ]
 
 GENDERS = ("F", "M")
@@ -323,6 +324,24 @@ def _parse_100k(folder: Path) -> dict:
     )
 
 
+def _root_folder(version: _Version, root: Path) -> Path:
+    """The folder under a user's `root` holding the version's files: ``root/ml-1m`` or
+    `root` itself."""
+    for folder in (root / version.folder, root):
+        if all((folder / name).is_file() for name in version.files):
+            return folder
+    raise DatasetNotFoundError(
+        f"no {version.name} files under {root}: expected {root / version.folder}/ (or "
+        f"{root}/ itself) to hold {', '.join(version.files)}. Unzip {version.archive.url} there."
+    )
+
+
+def _cache_paths(version: _Version) -> tuple[Path, Path]:
+    """The cache's folder of the version's files and its archive, which unpacks there."""
+    cache = data_dir()
+    return cache / version.folder, cache / version.archive.filename
+
+
 def _locate(
     version: _Version,
     root: Optional[Path],
@@ -331,20 +350,12 @@ def _locate(
 ) -> Path:
     """The folder holding the version's files: under `root` if given, else in the cache
     (downloading and extracting the archive when needed)."""
-    wanted = ", ".join(version.files)
     if root is not None:
-        for folder in (root / version.folder, root):
-            if all((folder / name).is_file() for name in version.files):
-                return folder
-        raise DatasetNotFoundError(
-            f"no {version.name} files under {root}: expected {root / version.folder}/ (or "
-            f"{root}/ itself) to hold {wanted}. Unzip {version.archive.url} there."
-        )
-    cache = data_dir()
-    folder = cache / version.folder
+        return _root_folder(version, root)
+    folder, archive = _cache_paths(version)
     if all((folder / name).is_file() for name in version.files):
         return folder
-    archive = cache / version.archive.filename
+    cache = archive.parent
     if archive.is_file():
         verify_file(archive, version.archive)  # it may have been put there by hand
     elif not download:
@@ -355,6 +366,29 @@ def _locate(
         except OSError as err:
             raise DatasetNotFoundError(_offline_message(version, cache, str(err))) from err
     return extract_zip(archive, cache, version.folder)
+
+
+def _checked_version(version: object) -> _Version:
+    if not (isinstance(version, str) and version in _VERSIONS):  # a list was unhashable
+        raise ValueError(
+            f"version must be one of {sorted(_VERSIONS)}: unknown MovieLens version {version!r}"
+        )
+    return _VERSIONS[version]
+
+
+def movielens_files(
+    version: str = "1m", root: Optional[Union[str, Path]] = None
+) -> tuple[Path, ...]:
+    """The files ``movielens(version, root)`` reads: the users, movies and ratings files in
+    the folder it reads them from, and in the cache also the archive it downloads there (and
+    unpacks next to it). What a command writes must be none of these. Raises as
+    :func:`movielens` does for an unknown ``version`` or a ``root`` without the files."""
+    spec = _checked_version(version)
+    root = check_root(root)
+    if root is not None:
+        return tuple(_root_folder(spec, root) / name for name in spec.files)
+    folder, archive = _cache_paths(spec)
+    return (*(folder / name for name in spec.files), archive)
 
 
 def _offline_message(version: _Version, cache: Path, reason: str) -> str:
@@ -413,12 +447,8 @@ def movielens(
         >>> ds.num_users, ds.num_movies, ds.num_ratings
         (6040, 3883, 1000209)
     """
-    if not (isinstance(version, str) and version in _VERSIONS):  # a list was unhashable
-        raise ValueError(
-            f"version must be one of {sorted(_VERSIONS)}: unknown MovieLens version {version!r}"
-        )
+    spec = _checked_version(version)
     check_choice("unrated_movies", unrated_movies, ("keep", "drop"))
-    spec = _VERSIONS[version]
     download = check_flag("download", download)  # download="no" is truthy: it downloaded
     # Before the files are parsed (seconds for ML-1M): the split is drawn last.
     seed, root, opener = check_int("seed", seed, 0), check_root(root), check_opener(opener)

@@ -20,6 +20,7 @@ from galfast.datasets.download import (
     check_root,
     data_dir,
     fetch,
+    pin_path,
 )
 from galfast.datasets.molecule_dataset import MoleculeDataset
 from galfast.datasets.qm9_bonds import ORDER_FROM_SMILES, ORDER_SINGLE
@@ -27,6 +28,7 @@ from galfast.datasets.qm9_cache import cache_path, load_cache, save_cache
 from galfast.datasets.qm9_canonical import RAW_FILES, RESOURCES, read_canonical
 from galfast.datasets.qm9_features import RawMolecules, pyg_features
 from galfast.datasets.qm9_qm9pack import (
+    QM9PACK_FILES,
     QM9PACK_MOLECULES,
     qm9pack_folder,
     rdkit_available,
@@ -34,9 +36,10 @@ from galfast.datasets.qm9_qm9pack import (
 )
 from galfast.datasets.qm9_targets import QM9_TARGETS, QM9_UNITS
 
-__all__ = ["QM9_SOURCES", "qm9"]
+__all__ = ["QM9_SOURCES", "qm9", "qm9_files"]
 
 QM9_SOURCES = ("auto", "canonical", "qm9pack")
+_PARSED_SOURCES = QM9_SOURCES[1:]  # what "auto" tries, and the caches it may write
 
 LICENSE = (
     "QM9: R. Ramakrishnan, P. O. Dral, M. Rupp, O. A. von Lilienfeld, 'Quantum chemistry "
@@ -52,15 +55,24 @@ _ZERO_COLUMNS = (
 )
 
 
+def _folder(root: Optional[Path]) -> Path:
+    return root if root is not None else data_dir() / "qm9"
+
+
+def _download_folder(folder: Path) -> Path:
+    """Where the canonical release is downloaded and unpacked."""
+    return folder / "raw"
+
+
 def _canonical_folder(folder: Path) -> Optional[Path]:
-    for candidate in (folder, folder / "raw"):
+    for candidate in (folder, _download_folder(folder)):
         if all((candidate / name).is_file() for name in RAW_FILES):
             return candidate
     return None
 
 
 def _download_canonical(folder: Path, opener: Callable[..., object]) -> Path:
-    raw = folder / "raw"
+    raw = _download_folder(folder)
     archive = fetch(RESOURCES[0], raw, opener=opener)
     fetch(RESOURCES[1], raw, opener=opener)
     try:
@@ -109,7 +121,7 @@ def _process(
         if raw is not None:
             notes = ("Source: the canonical release (MoleculeNet's gdb9.sdf).", _ZERO_COLUMNS)
             return read_canonical(raw), notes, "canonical"
-        reasons.append(f"no {', '.join(RAW_FILES)} in {folder} or {folder / 'raw'}")
+        reasons.append(f"no {', '.join(RAW_FILES)} in {folder} or {_download_folder(folder)}")
     if source in ("auto", "qm9pack"):
         package = qm9pack_folder()
         if package is not None and rdkit_available():
@@ -129,7 +141,7 @@ def _process(
     raise DatasetNotFoundError(
         f"QM9 is not available ({'; '.join(reasons)}). Either install the offline source with "
         f"`pip install galfast[qm9]` (qm9pack and RDKit), or put {', '.join(RAW_FILES)} (the "
-        f"first two inside qm9.zip) from\n{urls}\ninto {folder / 'raw'}."
+        f"first two inside qm9.zip) from\n{urls}\ninto {_download_folder(folder)}."
     )
 
 
@@ -215,8 +227,8 @@ def qm9(
     if workers is not None:
         workers = check_int("workers", workers, 1, 2**63)
     root, opener = check_root(root), check_opener(opener)
-    folder = root if root is not None else data_dir() / "qm9"
-    candidates = ("canonical", "qm9pack") if source == "auto" else (source,)
+    folder = _folder(root)
+    candidates = _PARSED_SOURCES if source == "auto" else (source,)
     for name in candidates:
         cached = load_cache(cache_path(folder, name))
         if cached is not None:
@@ -226,3 +238,20 @@ def qm9(
     notes += (f"Processed once in {time.perf_counter() - start:.0f} s, cached in {folder}.",)
     save_cache(cache_path(folder, used), molecules, notes)
     return _dataset(molecules, notes)
+
+
+def qm9_files(root: Optional[Union[str, Path]] = None) -> tuple[Path, ...]:
+    """The files :func:`qm9` reads or writes for ``root`` (default: its cache folder), with
+    any ``source``: the processed caches, the canonical raw files (where they are read, or
+    where a download puts them, with the archive and the pinned hashes) and the installed
+    qm9pack's CSVs. What a command writes must be none of these."""
+    folder = _folder(check_root(root))
+    raw = _canonical_folder(folder) or _download_folder(folder)
+    downloads = [_download_folder(folder) / resource.filename for resource in RESOURCES]
+    files = [cache_path(folder, name) for name in _PARSED_SOURCES]
+    files += [raw / name for name in RAW_FILES]
+    files += downloads + [pin_path(path) for path in downloads]
+    package = qm9pack_folder()
+    if package is not None:
+        files += [package / name for name in QM9PACK_FILES]
+    return tuple(dict.fromkeys(files))  # uncharacterized.txt is both raw and downloaded
