@@ -16,6 +16,7 @@ from galfast.cli import sweep as sweep_module
 from galfast.cli import tsne as tsne_module
 from galfast.cli.dataset_files import check_spares_the_dataset
 from galfast.cli.errors import UsageError
+from galfast.cli.files import check_folder_writable, folders_removed_on_failure
 from galfast.datasets.bundled import BUNDLED_DIR
 from galfast.datasets.planetoid_loader import planetoid_files
 from galfast.experiments import ExperimentConfig
@@ -87,3 +88,40 @@ def test_planetoid_files_name_the_source_the_loader_reads(tmp_path, monkeypatch)
     assert {path.parent for path in planetoid_files("pubmed", tmp_path / "root")} == {
         tmp_path / "root" / "planetoid"
     }
+
+
+def test_a_refused_sweep_leaves_no_folder_it_created(root, tmp_path, capsys):
+    # The output checks create --out/runs/ before the dataset loads; the refusal comes after.
+    out = tmp_path / "new" / "sweep"
+    out.mkdir(parents=True)
+    os.symlink(root / "ind.cora.graph", out / "summary.json")
+    assert main(["sweep", *QUICK, "--seeds", "1", "--root", str(root), "--out", str(out)]) == 2
+    assert "is the same file as the dataset's file" in one_error_line(capsys, "sweep")
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json"]
+
+
+def test_a_run_refused_after_its_checks_leaves_no_folder_they_created(tmp_path, capsys):
+    # --out's folders are created when it is checked, before the dataset is looked for.
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "results" / "deep" / "run.json"
+    argv = ["run", *QUICK, "--seeds", "1", "--root", str(empty), "--out", str(out)]
+    assert main(argv) == 2
+    assert "cora" in one_error_line(capsys, "run")
+    assert not (tmp_path / "results").exists()
+
+
+def test_folders_that_hold_a_file_are_kept(tmp_path):
+    with pytest.raises(UsageError):
+        with folders_removed_on_failure():
+            check_folder_writable(tmp_path / "a" / "b", "--out")
+            check_folder_writable(tmp_path / "a" / "c", "--out")
+            (tmp_path / "a" / "c" / "kept.txt").write_text("")
+            raise UsageError("refused")
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["c"]
+
+
+def test_folders_stay_when_the_command_succeeds(tmp_path):
+    with folders_removed_on_failure():
+        check_folder_writable(tmp_path / "a" / "b", "--out")
+    assert (tmp_path / "a" / "b").is_dir()

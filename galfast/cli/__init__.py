@@ -21,6 +21,7 @@ from galfast import _startup
 from galfast._native import _C
 from galfast.cli import audit_cmd, demo, run, sweep, tsne
 from galfast.cli.errors import OneLineErrorParser, error_line
+from galfast.cli.files import folders_removed_on_failure
 from galfast.cli.options import HelpFormatter
 
 __all__ = ["build_parser", "main", "run_and_exit"]
@@ -52,7 +53,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     shown_as = warnings.formatwarning
     warnings.formatwarning = _warning_line(args.command)
     try:
-        return args.handler(args)
+        with folders_removed_on_failure():
+            return args.handler(args)
     except Exception as error:
         line = error_line(error)
         if line is None:

@@ -12,7 +12,8 @@ import json
 import math
 import os
 import secrets
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, Callable, Optional
 
@@ -24,17 +25,43 @@ __all__ = [
     "check_folder_writable",
     "check_not_an_input",
     "check_writable",
+    "folders_removed_on_failure",
     "save_figure",
     "write_csv",
     "write_json",
 ]
 
 
+# The folders this process's checks created, parents first (folders_removed_on_failure).
+_created_folders: list[Path] = []
+
+
 def _make_folder(folder: Path, option: str) -> None:
+    missing = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise UsageError(f"{option}: cannot create the folder {folder}: {error}") from None
+    _created_folders.extend(reversed(missing))
+
+
+@contextmanager
+def folders_removed_on_failure() -> Iterator[None]:
+    """Removes, when the block raises, the folders that the output checks inside it created
+    and that are still empty: a command refused after its outputs were checked (a dataset
+    file among them, found once the dataset has loaded) leaves no empty folders behind."""
+    start = len(_created_folders)
+    try:
+        yield
+    except BaseException:
+        for folder in reversed(_created_folders[start:]):
+            try:
+                folder.rmdir()
+            except OSError:  # no longer empty (another process's output), or gone
+                pass
+        raise
+    finally:
+        del _created_folders[start:]
 
 
 def _check_folder_path(folder: Path, option: str) -> None:
