@@ -139,3 +139,15 @@ def serve(files: dict):
 
 def offline(url, timeout):
     raise urllib.error.URLError("no network")
+
+
+def wn18rr_download(tmp_path: Path, monkeypatch):
+    """An upstream WN18RR (no attribute file) served as CompGCN's pinned zip, with the cache
+    folder set to ``tmp_path / "cache"``; returns the cache folder and the opener."""
+    upstream = write_wn18rr(tmp_path / "upstream", attributes=False)
+    archive = zip_like_compgcn(upstream, "WN18RR", tmp_path / "WN18RR.zip")
+    pin_folder(monkeypatch, "wn18rr", upstream)
+    pin_hashes(monkeypatch, "wn18rr", {"WN18RR.zip": archive})
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("GALFAST_DATA", str(cache))
+    return cache, serve({"WN18RR.zip": archive})

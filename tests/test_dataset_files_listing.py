@@ -16,11 +16,10 @@ from pathlib import Path
 import pytest
 from kg_fixtures import (
     pin_folder,
-    pin_hashes,
     serve,
+    wn18rr_download,
     write_fb15k_237,
     write_wn18rr,
-    zip_like_compgcn,
 )
 from qm9_fixture import write_canonical
 from test_datasets_movielens import write_ml1m, write_ml100k
@@ -125,14 +124,9 @@ def test_knowledge_graph_files_name_the_triples_and_the_attributes(tmp_path, mon
 
 
 def test_knowledge_graph_files_name_the_download_and_where_attributes_go(tmp_path, monkeypatch):
-    upstream = write_wn18rr(tmp_path / "upstream", attributes=False)
-    archive = zip_like_compgcn(upstream, "WN18RR", tmp_path / "WN18RR.zip")
-    pin_folder(monkeypatch, "wn18rr", upstream)
-    pin_hashes(monkeypatch, "wn18rr", {"WN18RR.zip": archive})
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("GALFAST_DATA", str(cache))
+    cache, opener = wn18rr_download(tmp_path, monkeypatch)
     with recording() as touched:
-        wn18rr(attributes=False, opener=serve({"WN18RR.zip": archive}))
+        wn18rr(attributes=False, opener=opener)
     listed = knowledge_graph_files("wn18rr")
     assert_listed(touched, listed, cache)
     # Absent, but one put there is read as the attributes by the next load.

@@ -16,9 +16,9 @@ from kg_fixtures import (
     WN_TRIPLES,
     offline,
     pin_folder,
-    pin_hashes,
     serve,
     sha256,
+    wn18rr_download,
     write_fb15k_237,
     write_wn18rr,
     zip_like_compgcn,
@@ -235,13 +235,8 @@ def test_malformed_pos_sense_rows(wn_folder, monkeypatch, row, message):
 
 
 def test_download_unpacks_into_the_cache_then_works_offline(tmp_path, monkeypatch):
-    upstream = write_wn18rr(tmp_path / "upstream", attributes=False)
-    archive = zip_like_compgcn(upstream, "WN18RR", tmp_path / "WN18RR.zip")
-    pin_folder(monkeypatch, "wn18rr", upstream)
-    pin_hashes(monkeypatch, "wn18rr", {"WN18RR.zip": archive})
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("GALFAST_DATA", str(cache))
-    ds = wn18rr(attributes=False, opener=serve({"WN18RR.zip": archive}))
+    cache, opener = wn18rr_download(tmp_path, monkeypatch)
+    ds = wn18rr(attributes=False, opener=opener)
     assert sorted(p.name for p in (cache / "wn18rr").iterdir()) == ["WN18RR", "WN18RR.zip"]
     assert ds.entities == WN_ENTITIES
     # The attribute file goes beside the archive; then everything loads offline.
