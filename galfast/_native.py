@@ -107,7 +107,10 @@ def truncated_extension_message(package_dir: Path) -> Optional[str]:
     path = extension_file(package_dir)
     if path is None:
         return None
-    extent, size = elf_extent(path), path.stat().st_size
+    try:
+        extent, size = elf_extent(path), path.stat().st_size
+    except OSError:  # unreadable: the loader's own error says so
+        return None
     if extent is None or extent <= size:
         return None
     return (

@@ -89,3 +89,11 @@ def test_a_library_import_without_the_extension_still_raises(tmp_path):
     _copy(tmp_path / "site", extension=False)
     result = _python(tmp_path / "site", "-c", "import galfast", cwd=tmp_path)
     assert "ImportError: galfast in " in result.stderr
+
+
+def test_an_unreadable_extension_is_left_to_the_loader_to_name(tmp_path, monkeypatch):
+    def unreadable(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(_native, "elf_extent", unreadable)
+    assert _native.truncated_extension_message(BUILT) is None
