@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NoReturn, Optional
 
 from galfast._elf_extent import elf_extent
+from galfast._startup import is_the_command_line
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 
@@ -121,18 +122,8 @@ def truncated_extension_message(package_dir: Path) -> Optional[str]:
     )
 
 
-def running_the_command_line() -> bool:
-    """Whether this interpreter runs the ``galfast`` command (its console script or
-    ``python -m galfast``), whose user gets a one-line error rather than a traceback."""
-    main = sys.modules.get("__main__")
-    if Path(getattr(main, "__file__", None) or "").stem == "galfast":
-        return True
-    argv = getattr(sys, "orig_argv", [])
-    return any(a == "-m" and b in ("galfast", "galfast.cli") for a, b in zip(argv, argv[1:]))
-
-
 def _refuse_to_load(message: str, cause: Optional[BaseException]) -> NoReturn:
-    if running_the_command_line():
+    if is_the_command_line():
         print(f"galfast: error: {message}", file=sys.stderr)
         raise SystemExit(1)
     raise ImportError(message) from cause

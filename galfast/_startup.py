@@ -17,7 +17,7 @@ import os
 import signal
 import sys
 
-__all__ = ["release"]
+__all__ = ["is_the_command_line", "release"]
 
 
 def release() -> None:
@@ -34,7 +34,8 @@ def _interrupted(signum, frame) -> None:
     os._exit(130)
 
 
-def _is_the_command_line() -> bool:
+def is_the_command_line() -> bool:
+    """Whether this process runs the ``galfast`` command (its script or ``python -m galfast``)."""
     if sys.argv[:1] == ["-m"]:  # python -m NAME, while NAME's package imports
         original = getattr(sys, "orig_argv", [])  # Python >= 3.10; 3.9 goes unguarded
         name = original[len(original) - len(sys.argv)] if len(original) >= len(sys.argv) else ""
@@ -43,5 +44,5 @@ def _is_the_command_line() -> bool:
 
 
 # Python's own handler only: an ignored SIGINT (a background job) stays ignored.
-if _is_the_command_line() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+if is_the_command_line() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
     signal.signal(signal.SIGINT, _interrupted)

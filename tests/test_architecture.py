@@ -19,7 +19,7 @@ BASE = {"graph", "_native", "_dtypes", "_args", "_versions"}
 # top-level module (graph, _native, ...); "galfast" is the package's own __init__.
 ALLOWED = {
     "_dtypes": {"_native"},
-    "_native": {"_elf_extent"},
+    "_native": {"_elf_extent", "_startup"},
     "_elf_extent": set(),
     "_versions": set(),
     "_startup": set(),
