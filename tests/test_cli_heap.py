@@ -5,6 +5,7 @@ MALLOC_MMAP_THRESHOLD_ wins."""
 from __future__ import annotations
 
 import ctypes
+import platform
 import subprocess
 import sys
 
@@ -14,7 +15,10 @@ from same_galfast import GALFAST_PARENT, same_galfast_env
 import galfast.cli
 from galfast.cli import heap
 
-linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's mallopt")
+glibc = pytest.mark.skipif(
+    not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
+    reason="glibc's mallopt",
+)
 
 
 class _Recorder:
@@ -26,7 +30,7 @@ class _Recorder:
         return 1
 
 
-@linux
+@glibc
 def test_the_threshold_is_fixed_at_4_mb(monkeypatch):
     recorder = _Recorder()
     monkeypatch.setattr(ctypes, "CDLL", lambda name: type("C", (), {"mallopt": recorder})())
@@ -43,7 +47,7 @@ def test_a_threshold_the_user_set_wins(monkeypatch):
     assert recorder.calls == []
 
 
-@linux
+@glibc
 def test_the_real_mallopt_takes_it():
     # In a child: the threshold stays fixed for the rest of the process.
     code = "from galfast.cli import heap; print(heap.keep_large_blocks_out_of_the_heap())"
