@@ -14,6 +14,7 @@ from galfast import (
 from galfast._native import _C
 from galfast.audit import AuditReport, audit
 from galfast.graph import Graph
+from galfast.heap import keep_large_blocks_out_of_the_heap
 from galfast.train import GALTrainer, SensitiveAttribute
 
 __version__ = _C.build_info()["version"]
@@ -26,6 +27,7 @@ __all__ = [
     "audit",
     "build_info",
     "datasets",
+    "keep_large_blocks_out_of_the_heap",
     "models",
     "nn",
     "ops",

@@ -23,6 +23,7 @@ ALLOWED = {
     "_elf_extent": set(),
     "_versions": set(),
     "_startup": set(),
+    "heap": set(),
     "_args": {"_dtypes"},
     "graph": {"_native", "_dtypes", "_args", "_versions"},
     "ops": BASE,
@@ -34,8 +35,20 @@ ALLOWED = {
     "audit": BASE | {"ops", "nn", "models", "gal"},
     "experiments": BASE | {"ops", "nn", "models", "gal", "train", "audit", "datasets"},
     "cli": BASE
-    | {"_startup", "ops", "nn", "models", "gal", "train", "audit", "datasets", "experiments"},
-    "galfast": BASE | {"_startup", "ops", "nn", "models", "gal", "train", "audit", "datasets"},
+    | {
+        "_startup",
+        "heap",
+        "ops",
+        "nn",
+        "models",
+        "gal",
+        "train",
+        "audit",
+        "datasets",
+        "experiments",
+    },
+    "galfast": BASE
+    | {"_startup", "heap", "ops", "nn", "models", "gal", "train", "audit", "datasets"},
     "__main__": {"cli"},
 }
 

@@ -22,8 +22,8 @@ from galfast._native import _C
 from galfast.cli import audit_cmd, demo, run, sweep, tsne
 from galfast.cli.errors import OneLineErrorParser, error_line
 from galfast.cli.files import folders_removed_on_failure
-from galfast.cli.heap import keep_large_blocks_out_of_the_heap
 from galfast.cli.options import HelpFormatter
+from galfast.heap import keep_large_blocks_out_of_the_heap
 
 __all__ = ["build_parser", "main", "run_and_exit"]
 
@@ -93,7 +93,7 @@ def run_and_exit() -> NoReturn:
     config folder when HOME is not writable) and the streams are flushed, the process ends at
     once (``os._exit``); where a child process or a non-daemon thread is still alive, or the
     command raised, Python exits as usual. Before the command runs, large blocks are kept out
-    of malloc's heap (:mod:`galfast.cli.heap`)."""
+    of malloc's heap (:mod:`galfast.heap`)."""
     keep_large_blocks_out_of_the_heap()
     code = main()
     if _teardown_needed():

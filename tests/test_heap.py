@@ -1,6 +1,7 @@
-"""The ``galfast`` command fixes glibc's mmap threshold before it runs, so a long training's
+"""galfast.keep_large_blocks_out_of_the_heap fixes glibc's mmap threshold, so a long training's
 resident memory stays flat (a WN18RR run grew by gigabytes and was killed); a user's own
-MALLOC_MMAP_THRESHOLD_ wins."""
+MALLOC_MMAP_THRESHOLD_ wins. The ``galfast`` command calls it before it runs; importing
+galfast does not."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from same_galfast import GALFAST_PARENT, same_galfast_env
 
 import galfast.cli
-from galfast.cli import heap
+from galfast import heap
 
 glibc = pytest.mark.skipif(
     not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc",
@@ -50,7 +51,7 @@ def test_a_threshold_the_user_set_wins(monkeypatch):
 @glibc
 def test_the_real_mallopt_takes_it():
     # In a child: the threshold stays fixed for the rest of the process.
-    code = "from galfast.cli import heap; print(heap.keep_large_blocks_out_of_the_heap())"
+    code = "import galfast; print(galfast.keep_large_blocks_out_of_the_heap())"
     env = {k: v for k, v in same_galfast_env().items() if k != "MALLOC_MMAP_THRESHOLD_"}
     result = subprocess.run(
         [sys.executable, "-c", code],
