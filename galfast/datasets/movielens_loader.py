@@ -272,23 +272,24 @@ def _occupation_1m(value: str, where: str) -> int:
     return code
 
 
-def _parse_1m(folder: Path) -> dict:
-    rating_text = _read_text(folder / "ratings.dat")
-    ratings = _int_table(rating_text, "::", 4, "ratings.dat")
-    users = _fields(_read_text(folder / "users.dat"), "::", 5, "users.dat")
+def _parse_1m(folder: Path, files: tuple[str, ...]) -> dict:
+    ratings_file, users_file, movies_file = files
+    rating_text = _read_text(folder / ratings_file)
+    ratings = _int_table(rating_text, "::", 4, ratings_file)
+    users = _fields(_read_text(folder / users_file), "::", 5, users_file)
     movie_ids, titles = [], []
-    for number, line in enumerate(_read_text(folder / "movies.dat").splitlines(), start=1):
+    for number, line in enumerate(_read_text(folder / movies_file).splitlines(), start=1):
         if not line.strip():
             continue
         # Titles may contain ':' (never '::'); the id leads and the genres trail.
         head, _, rest = line.partition("::")
         title, separator, _genres = rest.rpartition("::")
         if not separator:
-            raise ValueError(f"movies.dat line {number}: expected 'MovieID::Title::Genres'")
-        movie_ids.append(_whole(head, "MovieID", f"movies.dat line {number}"))
+            raise ValueError(f"{movies_file} line {number}: expected 'MovieID::Title::Genres'")
+        movie_ids.append(_whole(head, "MovieID", f"{movies_file} line {number}"))
         titles.append(title)
     if not movie_ids:
-        raise ValueError("movies.dat holds no rows")
+        raise ValueError(f"{movies_file} holds no rows")
     age = [_ML1M_AGE_CODES.index(_age_code_1m(user[2], where)) for where, user in users]
     occupation = [_occupation_1m(user[3], where) for where, user in users]
     return dict(
@@ -301,15 +302,16 @@ def _parse_1m(folder: Path) -> dict:
         movie_ids=np.array(movie_ids),
         titles=titles,
         occupations=OCCUPATIONS_1M,
-        files=("ratings.dat", "users.dat", "movies.dat"),
+        files=files,
     )
 
 
-def _parse_100k(folder: Path) -> dict:
-    rating_text = _read_text(folder / "u.data")
-    ratings = _int_table(rating_text, "\t", 4, "u.data")
-    users = _fields(_read_text(folder / "u.user"), "|", 5, "u.user")
-    items = _fields(_read_text(folder / "u.item"), "|", 24, "u.item")
+def _parse_100k(folder: Path, files: tuple[str, ...]) -> dict:
+    ratings_file, users_file, items_file = files
+    rating_text = _read_text(folder / ratings_file)
+    ratings = _int_table(rating_text, "\t", 4, ratings_file)
+    users = _fields(_read_text(folder / users_file), "|", 5, users_file)
+    items = _fields(_read_text(folder / items_file), "|", 24, items_file)
     return dict(
         ratings=ratings[:, :3],
         rating_text=rating_text,
@@ -320,7 +322,7 @@ def _parse_100k(folder: Path) -> dict:
         movie_ids=np.array([_whole(item[0], "movie id", where) for where, item in items]),
         titles=[item[1] for _, item in items],
         occupations=OCCUPATIONS_100K,
-        files=("u.data", "u.user", "u.item"),
+        files=files,
     )
 
 
@@ -454,7 +456,7 @@ def movielens(
     seed, root, opener = check_int("seed", seed, 0), check_root(root), check_opener(opener)
     test_fraction = check_fraction("test_fraction", test_fraction)
     folder = _locate(spec, root, download, opener)
-    parsed = (_parse_1m if version == "1m" else _parse_100k)(folder)
+    parsed = (_parse_1m if version == "1m" else _parse_100k)(folder, spec.files)
     order_users, order_movies = np.argsort(parsed["user_ids"]), np.argsort(parsed["movie_ids"])
     for what, ids, order in (
         ("user", parsed["user_ids"], order_users),
