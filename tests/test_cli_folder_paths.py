@@ -54,6 +54,24 @@ def test_an_output_file_in_a_dangling_symlink_folder_is_refused(
     assert not (tmp_path / "gone").exists()
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["run", "--dataset", "synthetic-graph"], ["tsne", "--dataset", "synthetic-graph"]],
+    ids=["run", "tsne"],
+)
+def test_an_output_file_that_links_into_a_missing_folder_is_refused(
+    tmp_path, capsys, monkeypatch, command
+):
+    refuse_training(monkeypatch, run_module, tsne_module)
+    # The link's target folder was created, a place the user never typed.
+    suffix = ".png" if command[0] == "tsne" else ".json"
+    os.symlink(tmp_path / "gone" / f"x{suffix}", tmp_path / f"link{suffix}")
+    assert main([*command, "--out", str(tmp_path / f"link{suffix}")]) == 2
+    line = one_error_line(capsys, command[0])
+    assert line.endswith("whose folder does not exist; create it or name another file")
+    assert not (tmp_path / "gone").exists()
+
+
 def test_tsne_out_a_folder_says_so(tmp_path, capsys, monkeypatch):
     refuse_training(monkeypatch, tsne_module)
     # Was the list of figure suffixes, as though a suffix were what was wrong.

@@ -11,6 +11,7 @@ import torch
 from galfast.cli import build_parser, main
 from galfast.cli import plots as plots_module
 from galfast.cli import tsne as tsne_module
+from galfast.cli.errors import UsageError
 from galfast.cli.files import atomic_write, check_writable, write_json
 from galfast.datasets import load
 from galfast.experiments import ConfigError, ExperimentConfig
@@ -136,6 +137,14 @@ def test_a_symlinked_output_writes_its_target_and_keeps_the_link(tmp_path):
     assert link.is_symlink()
     assert json.loads((tmp_path / "elsewhere" / "target.json").read_text()) == {"a": 2}
     assert sorted(p.name for p in (tmp_path / "elsewhere").iterdir()) == ["target.json"]
+
+
+def test_a_symlink_to_nothing_in_a_missing_folder_is_refused_and_creates_nothing(tmp_path):
+    link = tmp_path / "r.json"
+    link.symlink_to(tmp_path / "missing" / "deeper" / "target.json")
+    with pytest.raises(UsageError, match=r"--out: .*r\.json is a symlink to .*target\.json, whose"):
+        check_writable(link, "--out")
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
 
 def test_json_writes_a_non_finite_float_as_null(tmp_path):

@@ -1,7 +1,8 @@
 """Output files: checked writable before any work, written atomically (a temporary file in
 the same folder renamed over the target), so a failure or an interrupt never leaves a
 half-written result and a full run never ends on an unwritable path. A symlink is written
-through (its target is replaced, the link kept); a FIFO, device or socket is refused, since
+through (its target is replaced, the link kept; a symlink to nothing only into a folder that
+exists); a FIFO, device or socket is refused, since
 the rename would replace it with a regular file, and so is a symlink to nothing among the
 folders of a path, which would have its missing target created."""
 
@@ -100,7 +101,15 @@ def check_writable(path: os.PathLike, option: str) -> None:
     check_file_name(path, option)
     # The folders as typed: the target's path below resolves a symlink to nothing away.
     _check_folder_path(Path(path).parent, option)
-    check_folder_writable(_target(path).parent, option)
+    target = _target(path)
+    if os.path.islink(path) and not target.parent.is_dir():
+        # As the shell's `>` does: a symlink to nothing is written through into a folder that
+        # exists, never by creating folders at a place the user did not type.
+        raise UsageError(
+            f"{option}: {path} is a symlink to {os.readlink(path)}, whose folder does not "
+            "exist; create it or name another file"
+        )
+    check_folder_writable(target.parent, option)
 
 
 def check_file_name(path: os.PathLike, option: str) -> None:
