@@ -13,6 +13,13 @@ from galfast.cli import main
 from galfast.cli import run as run_module
 from galfast.cli import tsne as tsne_module
 
+# The commands that write one output file.
+run_and_tsne = pytest.mark.parametrize(
+    "command",
+    [["run", "--dataset", "synthetic-graph"], ["tsne", "--dataset", "synthetic-graph"]],
+    ids=["run", "tsne"],
+)
+
 
 @pytest.mark.parametrize("below", ["", "deeper/still"])
 def test_sweep_out_through_a_file_names_the_file(tmp_path, capsys, below):
@@ -37,11 +44,7 @@ def test_an_empty_root_is_refused_as_empty(capsys):
     )
 
 
-@pytest.mark.parametrize(
-    "command",
-    [["run", "--dataset", "synthetic-graph"], ["tsne", "--dataset", "synthetic-graph"]],
-    ids=["run", "tsne"],
-)
+@run_and_tsne
 def test_an_output_file_in_a_dangling_symlink_folder_is_refused(
     tmp_path, capsys, monkeypatch, command
 ):
@@ -54,11 +57,7 @@ def test_an_output_file_in_a_dangling_symlink_folder_is_refused(
     assert not (tmp_path / "gone").exists()
 
 
-@pytest.mark.parametrize(
-    "command",
-    [["run", "--dataset", "synthetic-graph"], ["tsne", "--dataset", "synthetic-graph"]],
-    ids=["run", "tsne"],
-)
+@run_and_tsne
 def test_an_output_file_that_links_into_a_missing_folder_is_refused(
     tmp_path, capsys, monkeypatch, command
 ):
