@@ -12,7 +12,6 @@ from typing import Any, Callable, Optional, Union
 
 import torch
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 from galfast._args import check_device, check_flag
 from galfast.gal.adversary_losses import adversary_loss, check_outputs, clip_weights
@@ -45,6 +44,7 @@ from galfast.train.optimizers import (
     make_optimizer,
     unique_parameters,
 )
+from galfast.train.progress import EpochProgress, batches_per_epoch
 from galfast.train.sampled_encoding import SampledEncoder
 from galfast.train.sampled_steps import SampledSteps
 from galfast.train.sampling import NeighborSampling
@@ -487,7 +487,8 @@ class GALTrainer(SampledSteps):
                 epochs=155``).
             x: ``[num_nodes, F]`` encoder input features; None passes node ids instead.
             callbacks: :class:`Callback` objects run after every epoch (one alone, or None).
-            progress: show a tqdm bar with the latest losses.
+            progress: show a tqdm bar of the epochs with the latest losses, moved batch by
+                batch where ``task_batches`` has a length.
 
         Returns:
             The trainer's :class:`History` (one record per epoch, all fits together).
@@ -530,17 +531,10 @@ class GALTrainer(SampledSteps):
         # fails on one process fails the others here, not after their first step's timeout.
         failure = _callbacks_failure(callbacks, "on_fit_start", self)
         self.process_group.any(False, "fit (the callbacks' on_fit_start)", self.device, failure)
-        bar = tqdm(
-            total=epochs,
-            initial=min(self.epoch, epochs),
-            disable=not progress,
-            desc="GAL",
-            unit="epoch",
-            dynamic_ncols=True,
-        )
+        bar = EpochProgress(epochs, self.epoch, batches_per_epoch(task_batches), progress)
         try:
             while self.epoch < epochs and not self.stop_training:
-                record = self._run_epoch(graph, inputs, task_batches, adversaries)
+                record = self._run_epoch(graph, inputs, task_batches, adversaries, bar)
                 self.history.append(record)
                 failure = _callbacks_failure(callbacks, "on_epoch_end", self, record)
                 # A callback that stops or fails one process stops or fails all: the others
@@ -548,14 +542,7 @@ class GALTrainer(SampledSteps):
                 self.stop_training = self.process_group.any(
                     self.stop_training, "fit (the end of an epoch)", self.device, failure
                 )
-                bar.update(1)
-                bar.set_postfix(
-                    {
-                        k: f"{v:.4g}"
-                        for k, v in record.items()
-                        if "loss" in k and isinstance(v, float)
-                    }
-                )
+                bar.epoch_done(self.epoch, record)
         finally:
             bar.close()
         return self.history
@@ -622,7 +609,9 @@ class GALTrainer(SampledSteps):
         return adversaries
 
     # ---------------------------------------------------------------- one epoch
-    def _run_epoch(self, graph, inputs, task_batches, adversaries) -> dict[str, Any]:
+    def _run_epoch(
+        self, graph, inputs, task_batches, adversaries, bar: EpochProgress
+    ) -> dict[str, Any]:
         started = time.perf_counter()
         pretrain = self.epoch < self.settings.pretrain_epochs
         adversarial = not pretrain and bool(adversaries)
@@ -654,6 +643,7 @@ class GALTrainer(SampledSteps):
                         adv_losses[name].append(value)
                     adv_steps += 1
                     self.step += 1
+                    bar.batch_done()
                     continue
                 if not (adversarial and due and self.settings.adv_schedule == "instead"):
                     step = lambda b: self._task_step(graph, inputs, b)  # noqa: E731
@@ -666,6 +656,7 @@ class GALTrainer(SampledSteps):
                         adv_losses[name].append(value)
                     adv_steps += 1
                 self.step += 1
+                bar.batch_done()
         if batches == 0:
             raise ValueError(
                 f"task_batches yielded no batch in epoch {self.epoch + 1}: nothing to train on "
