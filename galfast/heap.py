@@ -4,7 +4,10 @@ there blocks of that size come from its heap, which a training step's mix of siz
 so the resident memory grows step after step. A CompGCN run on WN18RR (40,943 entities: 21 MB
 of scores a batch) grew by 3 GB in 100 s and was killed at 12 GB of 24 (docs/benchmarks.md,
 session 25). A fixed threshold of 4 MB keeps it flat, at no cost to the whole MovieLens-size
-run's time.
+run's time; but each large block is then a fresh mapping, faulted in page by page at every
+step: the WN18RR run took 1.75x as long, 1.08x with ``THP_MEM_ALLOC_ENABLE=1`` set before
+Python starts (PyTorch then puts large tensors on transparent huge pages; docs/benchmarks.md,
+session 26).
 
 The ``galfast`` command calls :func:`keep_large_blocks_out_of_the_heap` before it runs. Importing
 galfast changes nothing in a program's allocator: a script that trains for long on the CPU

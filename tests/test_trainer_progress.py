@@ -19,16 +19,18 @@ pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 class _RecordingBar:
-    """Stands in for tqdm: records the position after every update and the postfixes."""
+    """Stands in for tqdm: records every update call, the position after each (a disabled bar
+    stays put, as tqdm's does) and the postfixes."""
 
     made: list[_RecordingBar] = []
 
     def __init__(self, total, initial, disable, **kwargs):
         self.total, self.n, self.disable = total, initial, disable
-        self.positions, self.postfixes, self.closed = [], [], False
+        self.calls, self.positions, self.postfixes, self.closed = 0, [], [], False
         _RecordingBar.made.append(self)
 
     def update(self, amount):
+        self.calls += 1
         if not self.disable:
             self.n += amount
             self.positions.append(self.n)
@@ -116,7 +118,8 @@ def test_a_second_fit_continues_from_the_epochs_done(bars):
 def test_no_bar_moves_when_progress_is_off(bars):
     _fit(lambda b: b, epochs=1, progress=False)
     (bar,) = bars
-    assert bar.disable and bar.positions == []
+    # no per-batch work: only the epoch's landing reaches the (disabled) bar
+    assert bar.disable and bar.positions == [] and bar.calls == 1
 
 
 class _Unsized:

@@ -9,7 +9,7 @@ from typing import Any, Optional
 
 from tqdm.auto import tqdm
 
-__all__ = ["EpochProgress"]
+__all__ = ["EpochProgress", "batches_per_epoch"]
 
 # The epochs done with two decimals: a fraction of an epoch is progress.
 _FORMAT = (
