@@ -9,6 +9,9 @@ once, with ``galfast <command>: interrupted`` and status 130, as for a running c
 :func:`galfast.cli.main` calls :func:`release` once the options are parsed: from there an
 interrupt unwinds the command, whose clean-up runs. Only the command line's process is
 guarded (``python -m galfast``, the ``galfast`` script), never a program importing galfast.
+
+The command line's process also asks PyTorch here for huge pages (:mod:`galfast.heap`): PyTorch
+reads that setting at its first allocation, so it must be made before torch is imported.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+
+from galfast import heap
 
 __all__ = ["is_the_command_line", "release"]
 
@@ -42,6 +47,9 @@ def is_the_command_line() -> bool:
         return name in ("galfast", "-mgalfast")
     return os.path.basename(sys.argv[0]) == "galfast"  # the installed script
 
+
+if is_the_command_line():
+    heap.ask_torch_for_huge_pages()
 
 # Python's own handler only: an ignored SIGINT (a background job) stays ignored.
 if is_the_command_line() and signal.getsignal(signal.SIGINT) is signal.default_int_handler:

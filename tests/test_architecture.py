@@ -22,7 +22,7 @@ ALLOWED = {
     "_native": {"_elf_extent", "_startup"},
     "_elf_extent": set(),
     "_versions": set(),
-    "_startup": set(),
+    "_startup": {"heap"},
     "heap": set(),
     "_args": {"_dtypes"},
     "graph": {"_native", "_dtypes", "_args", "_versions"},
