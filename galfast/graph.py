@@ -526,9 +526,19 @@ class Graph:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._versions = self._tensor_versions()
-        self._on_kernel_device = self._col.device.type in ("cpu", "cuda")  # older pickles lack it
+        # Checked as a new graph is: a pickle may come from elsewhere or have been edited, and
+        # a num_nodes past rowptr's end would send the kernels beyond it.
+        if not isinstance(state, dict):
+            raise ValueError(f"a Graph's pickled state is a dict, got {type(state).__name__}")
+        Graph.__init__(
+            self,
+            state.get("_rowptr"),
+            state.get("_col"),
+            state.get("_num_nodes"),
+            state.get("_edge_weight"),
+            state.get("_edge_type"),
+            num_src_nodes=state.get("_num_src_nodes"),
+        )
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
         """Returns the value cached under `key`, building it once. For derived, per-graph state

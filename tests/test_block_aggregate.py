@@ -4,6 +4,9 @@ gradients in float64; bad input."""
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import pytest
 import torch
 from graphs import awkward_graphs, random_edges
@@ -98,3 +101,32 @@ def test_bad_input_raises_a_clear_error():
     for args, kwargs, message in cases:
         with pytest.raises(ValueError, match=message):
             block_aggregate(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "copy_block",
+    [copy.copy, copy.deepcopy, lambda b: pickle.loads(pickle.dumps(b))],
+    ids=["copy", "deepcopy", "pickle"],
+)
+def test_copies_and_pickles_of_a_block_aggregate_as_the_block(copy_block):
+    # A DataLoader worker pickles its batches: unpickled tensors restart their version
+    # counters, which the edit check read as an edit of every field.
+    graph = symmetric_graph()
+    block = sample_neighbors(graph, torch.arange(20), [5], seed=3)[0]
+    x = torch.randn(block.num_src, 4, dtype=torch.float64)
+    expected = block_aggregate(block, x, reduce="mean")
+    other = copy_block(block)
+    assert torch.equal(block_aggregate(other, x, reduce="mean"), expected)
+    other.col.add_(0)
+    with pytest.raises(ValueError, match="Block.col was modified in place"):
+        block_aggregate(other, x)
+
+
+def test_an_edited_pickle_of_a_block_is_checked_as_a_new_block():
+    block = sample_neighbors(symmetric_graph(), torch.arange(20), [5], seed=3)[0]
+    state = block.__getstate__()
+    state["col"] = state["col"].clone().fill_(block.num_src)
+    with pytest.raises(ValueError, match="col"):
+        pickle.loads(pickle.dumps(block)).__setstate__(state)
+    with pytest.raises(ValueError, match="pickled state"):
+        pickle.loads(pickle.dumps(block)).__setstate__({"col": block.col})

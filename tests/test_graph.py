@@ -150,3 +150,29 @@ def test_from_pyg_data():
     data = data_mod.Data(edge_index=torch.tensor([[0, 1, 1], [1, 2, 2]]), num_nodes=4)
     g = Graph.from_data(data)
     assert g.num_nodes == 4 and g.num_edges == 2
+
+
+@pytest.mark.parametrize(
+    "field, value, message",
+    [
+        ("_num_nodes", 10**6, "rowptr must have num_nodes"),  # was a read past rowptr's end
+        ("_col", torch.tensor([0, 1, 2, 3, 9]), "col"),
+        ("_edge_weight", torch.ones(3), "edge_weight"),
+        ("_rowptr", None, "rowptr"),
+    ],
+)
+def test_an_edited_pickle_is_checked_as_a_new_graph(field, value, message):
+    graph = Graph.from_edge_index(torch.tensor([[0, 1, 2, 3, 0], [1, 2, 3, 0, 2]]), 4)
+    state = graph.__getstate__()
+    state[field] = value
+    with pytest.raises(ValueError, match=message):
+        pickle.loads(pickle.dumps(graph)).__setstate__(state)
+
+
+def test_a_pickle_from_before_bipartite_graphs_loads():
+    graph = Graph.from_edge_index(torch.tensor([[0, 1], [1, 2]]), 3)
+    state = graph.__getstate__()
+    del state["_num_src_nodes"], state["_on_kernel_device"]
+    other = Graph.__new__(Graph)
+    other.__setstate__(state)
+    assert other.num_src_nodes == 3 and torch.equal(other.col, graph.col)

@@ -215,3 +215,11 @@ def test_the_cached_arange_per_step_path_reads_no_id_values():
     with _RecordOps() as ops:
         encoder(ids, graph)
     assert not {"min", "max", "aminmax", "equal", "ge", "lt"} & set(ops.names), ops.names
+
+
+def test_an_edited_pickle_is_checked_as_a_new_dataset():
+    ds = _dataset()
+    state = dict(ds.__dict__)
+    state["edge_index"] = state["edge_index"].clone().fill_(10**6)
+    with pytest.raises(ValueError, match="outside its molecule"):
+        pickle.loads(pickle.dumps(ds)).__setstate__(state)

@@ -171,9 +171,10 @@ class MoleculeDataset:
         return tensor_versions(getattr(self, name) for name in _STRUCTURE)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # Unpickled tensors start new version counters: remember those.
+        # Checked as a new dataset is (a pickle may come from elsewhere or have been edited);
+        # that also remembers the unpickled tensors' new version counters.
         self.__dict__.update(state)
-        object.__setattr__(self, "_versions", self._structure_versions())
+        self.__post_init__()
 
     def check_unmodified(self) -> None:
         """Raises ValueError when ``edge_index``, ``node_ptr`` or ``edge_ptr`` was modified in

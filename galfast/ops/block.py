@@ -17,6 +17,7 @@ from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight
 __all__ = ["Block", "block_aggregate"]
 
 _REDUCES = ("sum", "mean", "max")
+_PICKLED_FIELDS = {"num_dst", "src_nodes", "rowptr", "col", "edge_id", "graph"}
 
 
 class Block:
@@ -86,6 +87,24 @@ class Block:
         self._graph = graph
         self._versions = self._tensor_versions()
         self._cache: dict[Any, Any] = {}
+
+    # A pickle (a DataLoader worker's batch, torch.save) carries the tensors, not the cache
+    # nor the version counters, which unpickled tensors restart; it is checked as a new block
+    # is, since it may come from elsewhere or have been edited.
+    def __getstate__(self) -> dict[str, Any]:
+        return {
+            "num_dst": self._num_dst,
+            "src_nodes": self._src_nodes,
+            "rowptr": self._rowptr,
+            "col": self._col,
+            "edge_id": self._edge_id,
+            "graph": self._graph,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict) or state.keys() != _PICKLED_FIELDS:
+            raise ValueError(f"a Block's pickled state is a dict of {sorted(_PICKLED_FIELDS)}")
+        Block.__init__(self, **state)
 
     @classmethod
     def _trusted(cls, num_dst, src_nodes, rowptr, col, edge_id, graph) -> Block:
