@@ -16,7 +16,16 @@ from galfast._args import check_device, check_flag
 from galfast._dtypes import all_finite
 from galfast._versions import check_unedited
 
-__all__ = ["CSC", "Graph", "check_csr", "check_op_graph", "coalesce", "lexsort", "plain_tensor"]
+__all__ = [
+    "CSC",
+    "Graph",
+    "cached_derived",
+    "check_csr",
+    "check_op_graph",
+    "coalesce",
+    "lexsort",
+    "plain_tensor",
+]
 
 _INDEX_DTYPES = (torch.int64, torch.int32)
 _FIELDS = ("rowptr", "col", "edge_weight", "edge_type")
@@ -92,6 +101,44 @@ def plain_tensors() -> contextlib.AbstractContextManager:
 def _outside_transforms():
     with torch._C._DisableFuncTorch(), torch.inference_mode(False):
         yield
+
+
+def _cached_tensors(value: Any) -> tuple[Tensor, ...]:
+    """The tensors of a cached value whose edits are watched: the value itself, or a tuple's
+    (CSC) tensors."""
+    if isinstance(value, Tensor):
+        return (value,)
+    if isinstance(value, tuple):
+        return tuple(t for t in value if isinstance(t, Tensor))
+    return ()
+
+
+def cached_derived(cache: dict, key: Any, build: Callable[[], Any], owner: str) -> Any:
+    """``cache[key]``, built once by ``build``; refused once a caller edited it in place (a
+    Graph or Block hands its cached tensors out: ``in_degree``, ``degree_scale``, ``csc``)."""
+    entry = cache.get(key)
+    if entry is None:
+        with plain_tensors():
+            value = build()
+        tensors = _cached_tensors(value)
+        cache[key] = value, tensors, [t._version for t in tensors]
+        return value
+    value, tensors, versions = entry
+    # (every op call reads its cached inputs here: a list of versions is the cheap comparison)
+    if tensors and not torch.compiler.is_compiling() and [t._version for t in tensors] != versions:
+        raise ValueError(
+            f"the {owner}'s derived {_cache_name(key)} was modified in place: a tensor a "
+            f"{owner} returns (in_degree, degree_scale, csc, ...) is its cache, used by every op "
+            f"on it; clone it before editing it, and build a new {owner}"
+        )
+    return value
+
+
+def _cache_name(key: Any) -> str:
+    """A cache key as a user reads it: "in_degree", "degree_scale('gcn', torch.float32)"."""
+    if isinstance(key, tuple) and key and isinstance(key[0], str):
+        return f"{key[0]}({', '.join(repr(k) for k in key[1:])})"
+    return str(key)
 
 
 def _tracked(*tensors: Optional[Tensor]) -> tuple[Optional[Tensor], ...]:
@@ -454,7 +501,7 @@ class Graph:
         rowptr = torch.zeros(num_nodes + 1, dtype=torch.long, device=col.device)
         rowptr[1:] = torch.cumsum(counts, 0)
         graph = cls(rowptr, col, num_nodes, edge_weight, edge_type)
-        graph._cache["row"] = _tracked(row)[0]
+        graph.cached("row", lambda: _tracked(row)[0])
         return graph
 
     @classmethod
@@ -542,11 +589,10 @@ class Graph:
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:
         """Returns the value cached under `key`, building it once. For derived, per-graph state
-        (normalisations, layouts) that must not live inside layers."""
-        if key not in self._cache:
-            with plain_tensors():
-                self._cache[key] = build()
-        return self._cache[key]
+        (normalisations, layouts) that must not live inside layers. A cached tensor (or a tuple's
+        tensors) that was modified in place since it was built, by a caller who took
+        ``graph.in_degree`` or ``graph.degree_scale(...)`` for its own use, is refused."""
+        return cached_derived(self._cache, key, build, "Graph")
 
     # ---------------------------------------------------------------- derived structure
     def _checked(self) -> Graph:

@@ -98,11 +98,11 @@ def test_the_int32_copies_are_cached_per_graph_and_only_for_the_cpu_sum():
         ("int32", "col")
     }
     aggregate(g, x, norm="gcn").sum().backward()
-    col32, row32 = g._cache[("int32", "col")], g._cache[("int32", "csc_row")]
+    col32, row32 = g._cache[("int32", "col")][0], g._cache[("int32", "csc_row")][0]
     assert col32.dtype == row32.dtype == torch.int32
     assert torch.equal(col32.long(), g.col) and torch.equal(row32.long(), g.csc.row)
     aggregate(g, x)
-    assert g._cache[("int32", "col")] is col32  # made once
+    assert g._cache[("int32", "col")][0] is col32  # made once
 
 
 class _Structure:

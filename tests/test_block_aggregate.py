@@ -130,3 +130,12 @@ def test_an_edited_pickle_of_a_block_is_checked_as_a_new_block():
         pickle.loads(pickle.dumps(block)).__setstate__(state)
     with pytest.raises(ValueError, match="pickled state"):
         pickle.loads(pickle.dumps(block)).__setstate__({"col": block.col})
+
+
+def test_a_block_s_derived_tensor_edited_in_place_is_refused():
+    block = sample_neighbors(symmetric_graph(), torch.arange(20), [5], seed=3)[0]
+    x = torch.randn(block.num_src, 4)
+    block_aggregate(block, x, reduce="mean")
+    block.in_degree.fill_(1)
+    with pytest.raises(ValueError, match="Block's derived in_degree was modified in place"):
+        block_aggregate(block, x, reduce="mean")

@@ -176,3 +176,58 @@ def test_a_pickle_from_before_bipartite_graphs_loads():
     other = Graph.__new__(Graph)
     other.__setstate__(state)
     assert other.num_src_nodes == 3 and torch.equal(other.col, graph.col)
+
+
+def _edit_in_degree(graph):
+    graph.in_degree.clamp_(min=5)  # a user's own degree arithmetic, done in place
+
+
+def _edit_degree_scale(graph):
+    graph.degree_scale("gcn", torch.float32).mul_(3)
+
+
+def _edit_csc(graph):
+    graph.csc.row.zero_()
+
+
+def _input_gradient(graph, x):
+    x = x.clone().requires_grad_()
+    aggregate(graph, x).square().sum().backward()
+    return x.grad
+
+
+@pytest.mark.parametrize(
+    "edit, name, call",
+    [
+        (_edit_in_degree, "in_degree", lambda g, x: aggregate(g, x, reduce="mean")),
+        (
+            _edit_degree_scale,
+            r"degree_scale\('gcn', torch.float32\)",
+            lambda g, x: aggregate(g, x, norm="gcn"),
+        ),
+        # (the transpose's tensors are shared by several cached entries: any may be named)
+        (_edit_csc, ".*", _input_gradient),
+    ],
+)
+def test_a_derived_tensor_edited_in_place_is_refused(edit, name, call):
+    # The tensors a Graph hands out are its cache: edited, later ops read them silently (a mean
+    # aggregation 2.2 off).
+    def graph():
+        return Graph.from_edge_index(torch.tensor([[0, 1, 2, 3, 0], [1, 2, 3, 0, 2]]), 4)
+
+    x = torch.randn(4, 3)
+    expected = call(graph(), x)
+    edited = graph()
+    edit(edited)
+    with pytest.raises(ValueError, match=rf"Graph's derived {name} was modified in place"):
+        call(edited, x)
+    used = graph()
+    call(used, x)
+    edit(used)  # what the op cached from it before is intact: the same result, or refused
+    try:
+        assert torch.equal(call(used, x), expected)
+    except ValueError as error:
+        assert "was modified in place" in str(error)
+    cloned = graph()
+    cloned.in_degree.clone().clamp_(min=5)  # a clone is the caller's own
+    assert torch.equal(call(cloned, x), expected)

@@ -11,7 +11,7 @@ from galfast._args import check_choice, check_device
 from galfast._dtypes import accumulation_dtype, check_float_dtype
 from galfast._native import _C
 from galfast._versions import check_unedited, tensor_versions
-from galfast.graph import Graph, _count, _index_tensor, check_csr, plain_tensors
+from galfast.graph import Graph, _count, _index_tensor, cached_derived, check_csr
 from galfast.ops.aggregate import _MAX, _SUM, apply_aggregate, check_edge_weight, weight_like
 
 __all__ = ["Block", "block_aggregate"]
@@ -171,10 +171,7 @@ class Block:
         """The value cached under `key`, built once: every derived tensor (transpose, int32
         copy, graphs) goes through here, so an edited block is refused here."""
         self.check_unmodified()
-        if key not in self._cache:
-            with plain_tensors():  # as Graph.cached builds them
-                self._cache[key] = build()
-        return self._cache[key]
+        return cached_derived(self._cache, key, build, "Block")
 
     @property
     def row(self) -> Tensor:
