@@ -91,6 +91,17 @@ class _Adversary:
     attacker: nn.Module
 
 
+def _warn_rerun(epoch: int, steps: int) -> None:
+    warnings.warn(
+        f"the last fit stopped inside epoch {epoch + 1}, after {steps} of its steps: this fit "
+        "runs that epoch again from its first batch on modules that already hold those steps, "
+        "so the run is no longer the uninterrupted one (load_checkpoint() a saved epoch to "
+        "continue exactly)",
+        UserWarning,
+        stacklevel=3,
+    )
+
+
 def _callback_list(callbacks: Any) -> list[Callback]:
     """``callbacks`` as a list, read once: a generator would be used up by the check and no
     callback would run. One Callback alone is a list of one, None a list of none."""
@@ -425,6 +436,9 @@ class GALTrainer(SampledSteps):
         self._context: tuple = ()
         self._sampled: Optional[SampledEncoder] = None
         self._saves: dict[str, int] = {}  # checkpoints saved per place (see save_checkpoint)
+        # (epoch, steps into it) where an exception stopped a fit inside an epoch: the modules
+        # and optimizers then hold part of that epoch, which no checkpoint can resume exactly.
+        self._stopped_inside: Optional[tuple[int, int]] = None
 
     def _check_process_group(self) -> None:
         """The trainer splits batches and writes checkpoints for the process group it was built
@@ -527,6 +541,8 @@ class GALTrainer(SampledSteps):
         self._graph, self._x, self._context = graph, None if x is None else inputs, context
 
         self.stop_training = False
+        if self._stopped_inside is not None:
+            _warn_rerun(*self._stopped_inside)
         # Callbacks may differ between processes (a CheckpointEvery on rank 0 alone): one that
         # fails on one process fails the others here, not after their first step's timeout.
         failure = _callbacks_failure(callbacks, "on_fit_start", self)
@@ -629,34 +645,40 @@ class GALTrainer(SampledSteps):
         # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
         # by (seed, epoch): an epoch replays identically after a resume.
         epoch_seed = derive_seed(self.settings.seed, "epoch", self.epoch)
-        with seeded_globals(epoch_seed, cuda_rng_devices(self.device)):
-            for batch in task_batches:
-                batches += 1
-                batch = move_to_device(batch, self.device)
-                due = (self.step + 1) % self.settings.adv_every == 0
-                if adversarial and due and self.settings.adv_update == "joint":
-                    task_loss, losses = self._joint_step(
-                        graph, inputs, batch, adversaries, pairs, failures
-                    )
-                    task_losses.append(task_loss)
-                    for name, value in losses.items():
-                        adv_losses[name].append(value)
-                    adv_steps += 1
+        first_step = self.step
+        try:
+            with seeded_globals(epoch_seed, cuda_rng_devices(self.device)):
+                for batch in task_batches:
+                    batches += 1
+                    batch = move_to_device(batch, self.device)
+                    due = (self.step + 1) % self.settings.adv_every == 0
+                    if adversarial and due and self.settings.adv_update == "joint":
+                        task_loss, losses = self._joint_step(
+                            graph, inputs, batch, adversaries, pairs, failures
+                        )
+                        task_losses.append(task_loss)
+                        for name, value in losses.items():
+                            adv_losses[name].append(value)
+                        adv_steps += 1
+                        self.step += 1
+                        bar.batch_done()
+                        continue
+                    if not (adversarial and due and self.settings.adv_schedule == "instead"):
+                        step = lambda b: self._task_step(graph, inputs, b)  # noqa: E731
+                        task_losses.append(self._run_step("task", step, batch))
+                    if adversarial and due:
+                        losses = self._adversary_step(
+                            graph, inputs, batch, adversaries, pairs, failures
+                        )
+                        for name, value in losses.items():
+                            adv_losses[name].append(value)
+                        adv_steps += 1
                     self.step += 1
                     bar.batch_done()
-                    continue
-                if not (adversarial and due and self.settings.adv_schedule == "instead"):
-                    step = lambda b: self._task_step(graph, inputs, b)  # noqa: E731
-                    task_losses.append(self._run_step("task", step, batch))
-                if adversarial and due:
-                    losses = self._adversary_step(
-                        graph, inputs, batch, adversaries, pairs, failures
-                    )
-                    for name, value in losses.items():
-                        adv_losses[name].append(value)
-                    adv_steps += 1
-                self.step += 1
-                bar.batch_done()
+        except BaseException:
+            if batches:  # a step may have changed the modules and optimizers
+                self._stopped_inside = (self.epoch, self.step - first_step)
+            raise
         if batches == 0:
             raise ValueError(
                 f"task_batches yielded no batch in epoch {self.epoch + 1}: nothing to train on "
@@ -664,6 +686,7 @@ class GALTrainer(SampledSteps):
             )
         self.process_group.broadcast_buffers([self.encoder, self.task_head, self.attacker])
         self.epoch += 1
+        self._stopped_inside = None
         phase = "pretrain" if pretrain else ("adversarial" if adversarial else "task")
         record: dict[str, Any] = {"epoch": self.epoch, "phase": phase}
         if task_losses:
@@ -1000,7 +1023,21 @@ class GALTrainer(SampledSteps):
     def state_dict(self) -> dict[str, Any]:
         """Everything an exact resume needs: module and optimizer states, the epoch and step
         counters, the history, the config and the sampler. No generator state is needed: every
-        draw is keyed by (seed, epoch, step), see ``seed``."""
+        draw is keyed by (seed, epoch, step), see ``seed``.
+
+        Raises:
+            ValueError: a fit stopped inside an epoch (an exception, Ctrl-C) and no epoch has
+                completed since: the states hold part of that epoch, which a resume (starting
+                epochs from their first batch) would replay on top of itself.
+        """
+        if self._stopped_inside is not None:
+            epoch, steps = self._stopped_inside
+            raise ValueError(
+                f"the last fit stopped inside epoch {epoch + 1}, after {steps} of its steps: "
+                "the modules and optimizers hold part of that epoch, so a checkpoint of them "
+                "would not resume exactly; save at an epoch's end (CheckpointEvery, or after "
+                "fit returns), or load_checkpoint() a saved one"
+            )
         return {
             "format": CHECKPOINT_FORMAT,
             "config": self.config,
@@ -1048,6 +1085,7 @@ class GALTrainer(SampledSteps):
             self.adversary_optimizer.load_state_dict(state["adversary_optimizer"])
         self.epoch, self.step = int(state["epoch"]), int(state["step"])
         self.history = History(state["history"])
+        self._stopped_inside = None
         self._make_capturable()
         if self._step_graphs is not None:
             self._step_graphs.clear()  # captured steps read the replaced optimizer state
