@@ -94,3 +94,37 @@ def test_a_root_naming_a_raw_file_says_it_is_a_file(tmp_path, capsys):
     (tmp_path / "ind.cora.graph").write_bytes(b"")
     assert main(["run", "--root", str(tmp_path / "ind.cora.graph"), "--quiet"]) == 2
     assert one_error_line(capsys, "run").endswith("is a file, expected the folder holding it")
+
+
+_TOO_LONG = "a" * 300  # past NAME_MAX (255 on Linux)
+
+
+@pytest.mark.parametrize(
+    "command, out",
+    [
+        (["run", "--dataset", "synthetic-graph", "--out"], f"{_TOO_LONG}.json"),
+        (["run", "--dataset", "synthetic-graph", "--out"], f"{_TOO_LONG}/r.json"),
+        (["tsne", "--dataset", "synthetic-graph", "--out"], f"{_TOO_LONG}.png"),
+        (["demo", "--out"], _TOO_LONG),
+        (["sweep", "--dataset", "synthetic-graph", "--out"], _TOO_LONG),
+    ],
+    ids=["run", "run-folder", "tsne", "demo", "sweep"],
+)
+def test_an_output_name_too_long_for_the_system_is_one_line(
+    tmp_path, capsys, monkeypatch, command, out
+):
+    # Path.is_dir raised ENAMETOOLONG: a traceback, status 1.
+    refuse_training(monkeypatch, run_module, tsne_module)
+    monkeypatch.chdir(tmp_path)
+    assert main([*command, out]) == 2
+    line = one_error_line(capsys, command[0])
+    assert "--out" in line and ("too long" in line or "cannot create" in line)
+
+
+def test_an_audit_json_name_too_long_is_one_line(audit_files, capsys, monkeypatch):
+    from galfast.cli import audit_cmd
+
+    monkeypatch.setattr(audit_cmd, "audit", None)  # a call would fail the test
+    argv = ["audit", str(audit_files / "z.pt"), "--labels", str(audit_files / "labels.pt")]
+    assert main([*argv, "--json", str(audit_files / f"{_TOO_LONG}.json")]) == 2
+    assert "--json" in one_error_line(capsys, "audit")

@@ -9,6 +9,7 @@ folders of a path, which would have its missing target created."""
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import math
 import os
@@ -114,8 +115,16 @@ def check_writable(path: os.PathLike, option: str) -> None:
 
 def check_file_name(path: os.PathLike, option: str) -> None:
     """Refuses (UsageError naming ``option``) a ``path`` that names something other than a
-    file to write: a folder, a FIFO, a device or a socket. Creates nothing."""
+    file to write: a folder, a FIFO, a device or a socket, or that the system cannot look up
+    (a name too long for it). Creates nothing."""
     path = Path(path)
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        pass  # a new file (or one under folders still to be made)
+    except OSError as error:  # a name too long, a loop of symlinks, a file used as a folder
+        if error.errno != errno.ENOTDIR:  # (refused below, naming the file)
+            raise UsageError(f"{option}: {path}: {error.strerror}") from None
     if path.is_dir():
         raise UsageError(f"{option}: {path} is a folder, expected a file name")
     if path.exists() and not path.is_file():
