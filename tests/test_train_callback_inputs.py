@@ -94,6 +94,22 @@ def test_evaluate_must_return_a_mapping_of_numbers(data, returned):
         _fit(_trainer(data), data, callbacks=[EvaluateEvery(lambda t: returned)])
 
 
+@pytest.mark.parametrize("name", ["epoch", "adv_steps", "task_loss", "val"])
+def test_evaluate_cannot_overwrite_the_record(data, tmp_path, name):
+    # {"epoch": 10} rewrote the history's epochs, and CheckpointEvery then wrote every epoch's
+    # checkpoint to one file, e10.0.pt; "val" is already there from the first callback.
+    callbacks = [
+        EvaluateEvery(lambda t: {"val": 1.0}),
+        EvaluateEvery(lambda t: {name: 10}),
+        CheckpointEvery(str(tmp_path / "e{epoch}.pt")),
+    ]
+    trainer = _trainer(data)
+    with pytest.raises(ValueError, match=f"evaluate returned '{name}', already in the epoch"):
+        _fit(trainer, data, callbacks=callbacks)
+    assert trainer.history.column("epoch") == [1]
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("factory", "match"),
     [

@@ -97,7 +97,17 @@ class EvaluateEvery(Callback):
 
     def on_epoch_end(self, trainer: GALTrainer, logs: dict[str, Any]) -> None:
         if logs["epoch"] % self.every == 0:
-            logs.update(self._metrics(trainer))
+            metrics = self._metrics(trainer)
+            # The trainer's own fields (epoch, phase, task_loss, ...) and an earlier callback's
+            # metrics: overwritten, the history and every later callback read the wrong value.
+            taken = sorted(set(metrics) & set(logs))
+            if taken:
+                raise ValueError(
+                    f"evaluate returned {', '.join(map(repr, taken))}, already in the epoch's "
+                    f"record (the trainer's own fields: {', '.join(sorted(logs))}): give the "
+                    f"metric another name, e.g. {'val_' + taken[0]!r}"
+                )
+            logs.update(metrics)
 
     def _metrics(self, trainer: GALTrainer) -> dict[str, float]:
         metrics = self.evaluate(trainer)
