@@ -116,3 +116,17 @@ def test_bad_arguments():
         conv(_x(5), edge_index)
     with pytest.raises(ValueError, match="edge_index tensor"):
         conv(_x(n), [[0, 1], [1, 0]])
+
+
+def test_negative_degree_names_the_cause():
+    # Was "edge_weight contains NaN or infinite values" about the user's finite weights (PyG's
+    # output has NaN rows there); without normalisation the same weights still match PyG.
+    edge_index = torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]])
+    x, w = _x(4), torch.tensor([1.0, -5.0, 1.0, 1.0])
+    with pytest.raises(ValueError, match="node 2 has a negative weighted in-degree"):
+        GCNConv(8, 6)(x, edge_index, w)
+    with pytest.raises(ValueError, match="node 2 has a negative weighted in-degree"):
+        GCNConv(8, 6)(x, galfast.Graph.from_edge_index(edge_index, 4, w))
+    args = (x, edge_index, w)
+    pyg = pyg_nn.GCNConv(8, 6, normalize=False)
+    assert_same_layer(pyg, GCNConv(8, 6, normalize=False), x, args, args, w)

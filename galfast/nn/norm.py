@@ -78,16 +78,16 @@ def _cacheable(graph: Graph, edge_weight: Optional[Tensor]) -> bool:
     )
 
 
-def _check_sym_degrees(deg: Tensor) -> Tensor:
-    """``deg``, after checking ChebConv's ``"sym"`` normalisation is defined for it: a negative
-    weighted degree (negative edge weights) has no :math:`d^{-1/2}`, so PyG's output would be
-    all NaN; say so rather than let a kernel blame the NaN weights that follow."""
+def _check_sym_degrees(deg: Tensor, layer: str, direction: str, remedy: str) -> Tensor:
+    """``deg``, after checking a symmetric normalisation is defined for it: a negative weighted
+    degree (negative edge weights) has no :math:`d^{-1/2}`, so PyG's output would be NaN; say
+    so rather than let a kernel blame the NaN weights that follow."""
     if not torch.compiler.is_compiling() and bool((deg < 0).any()):
         node = int((deg < 0).nonzero()[0])
         raise ValueError(
-            f"normalization='sym' is undefined here: node {node} has a negative weighted "
-            f"out-degree ({float(deg[node]):g}, from negative edge weights), which has no "
-            "D^-1/2; use normalization='rw' or None, or non-negative edge weights"
+            f"{layer} is undefined here: node {node} has a negative weighted {direction} "
+            f"({float(deg[node]):g}, from negative edge weights), which has no D^-1/2; "
+            f"{remedy}"
         )
     return deg
 
@@ -133,7 +133,8 @@ def gcn_norm(
         elif weight is None:
             weight = torch.ones(target.num_edges, dtype=dtype, device=target.device)
         deg = weight.new_zeros(target.num_nodes).index_add(0, target.row, weight)
-        scale = _inv_sqrt(deg)
+        remedy = "use non-negative edge weights, or normalize=False"
+        scale = _inv_sqrt(_check_sym_degrees(deg, "GCN's normalisation", "in-degree", remedy))
         return scale[target.col] * weight * scale[target.row]
 
     if _cacheable(graph, edge_weight):
@@ -213,7 +214,9 @@ def cheb_norm(
         if normalization is None:
             off, diag = -weight, deg
         elif normalization == "sym":
-            scale = _inv_sqrt(_check_sym_degrees(deg))
+            remedy = "use normalization='rw' or None, or non-negative edge weights"
+            deg = _check_sym_degrees(deg, "normalization='sym'", "out-degree", remedy)
+            scale = _inv_sqrt(deg)
             off, diag = -(scale[target.col] * weight * scale[target.row]), torch.ones_like(deg)
         else:
             inv = deg.reciprocal().masked_fill(deg == 0, 0.0)
