@@ -70,6 +70,20 @@ def test_matches_reference_in_float64_without_batch_norm(composition):
     _compare(layer.eval(), *_kg(), x, rel, {})
 
 
+@pytest.mark.parametrize("composition", COMPOSITIONS)
+def test_a_graph_without_entities_gives_empty_embeddings(composition):
+    # corr failed in MKL's FFT ("Inconsistent configuration parameters") on the zero rows.
+    layer = CompGCNConv(4, 3, num_relations=2, composition=composition).eval()
+    x = torch.randn(0, 4, requires_grad=True)
+    rel = torch.randn(4, 4, requires_grad=True)
+    empty = torch.zeros(2, 0, dtype=torch.long)
+    out, rel_out = layer(x, empty, torch.zeros(0, dtype=torch.long), rel)
+    assert out.shape == (0, 3) and rel_out.shape == (4, 3)
+    torch.testing.assert_close(rel_out, rel @ layer.w_rel)
+    (out.sum() + rel_out.sum()).backward()
+    assert x.grad.shape == (0, 4) and rel.grad is not None
+
+
 def test_prebuilt_graphs_equal_edge_index_input():
     torch.manual_seed(0)
     layer = CompGCNConv(6, 6, num_relations=4, composition="mult").eval()

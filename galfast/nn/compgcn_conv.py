@@ -25,7 +25,8 @@ def compose(x: Tensor, z: Tensor, composition: str) -> Tensor:
     ``irfft(conj(rfft(x)) * rfft(z))``, as CompGCN's ``ccorr``."""
     if composition == "sub":
         return x - z
-    if composition == "mult":
+    if composition == "mult" or x.numel() == 0 or z.numel() == 0:
+        # (an empty correlation is empty: MKL's FFT refuses zero rows or columns)
         return x * z
     spectrum = torch.fft.rfft(x, dim=-1).conj() * torch.fft.rfft(z, dim=-1)
     return torch.fft.irfft(spectrum, n=x.size(-1), dim=-1)
