@@ -153,6 +153,22 @@ def test_bad_inputs_raise_clear_errors():
         conv(torch.randn(3, 4), Graph.from_edge_index(edge_index, 2), torch.randn(2, 5))
 
 
+def test_edge_features_the_edge_network_cannot_take_are_named_as_edge_attr():
+    # The kernel's own message named its weight argument ([6, 4] against [3 * F_out, 5]).
+    edge_index, x = torch.tensor([[0, 1], [1, 2]]), torch.randn(4, 3)
+    conv = NNConv(3, 2, torch.nn.Linear(4, 6))
+    with pytest.raises(ValueError, match=r"edge_attr has shape \[2, 5\], but nn's last layer"):
+        conv(x, edge_index, torch.randn(2, 5))
+    with pytest.raises(ValueError, match=r"edge_attr has shape \[2\], but"):
+        conv(x, edge_index, torch.randn(2))
+    one = NNConv(3, 2, torch.nn.Linear(1, 6))
+    with pytest.raises(ValueError, match=r"one feature per edge: edge_attr.view\(-1, 1\)"):
+        one(x, edge_index, torch.randn(2))
+    deep = NNConv(3, 2, torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Linear(7, 6)))
+    with pytest.raises(ValueError, match=r"layers before its last give \[2, 8\]"):
+        deep(x, edge_index, torch.randn(2, 4))
+
+
 def test_pyg_forward_signature():
     """PyG's forward(x, edge_index, edge_attr=None, size=None): names and positions."""
     ours, theirs = _pair("sequential", "mean", True, True)

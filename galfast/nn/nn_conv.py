@@ -134,6 +134,18 @@ class NNConv(Unscriptable):
             hidden = edge_attr
             for module in prefix:
                 hidden = module(hidden)
+            if hidden.dim() != 2 or hidden.size(1) != last.in_features:
+                # (the kernel would name its own arguments, not edge_attr)
+                given = "edge_attr has shape" if not prefix else "nn's layers before its last give"
+                raise ValueError(
+                    f"{given} {list(hidden.shape)}, but nn's last layer {last} takes "
+                    f"[num_edges, {last.in_features}]"
+                    + (
+                        " (one feature per edge: edge_attr.view(-1, 1))"
+                        if hidden.dim() == 1
+                        else ""
+                    )
+                )
             reduce = "mean" if self.aggr == "mean" else "sum"
             out = nnconv_aggregate(graph, x, hidden, last.weight, last.bias, reduce=reduce)
         else:
