@@ -455,7 +455,10 @@ class Graph:
     ) -> Graph:
         """Builds the CSR from a ``[2, E]`` edge list.
 
-        Duplicate edges (same source, target and type) are coalesced, their weights summed.
+        Duplicate edges (same source, target and type) are coalesced into one, as
+        ``torch_geometric.utils.coalesce`` does: their weights summed, or, without weights, the
+        edge counted once (pass ``edge_weight=torch.ones(E)`` to keep the multiplicity; a layer
+        given the ``edge_index`` itself sends a message per column, as PyG's).
         ``symmetrize`` adds every reverse edge; ``add_self_loops`` gives each node that lacks one
         a self loop of weight 1 (PyG's ``add_remaining_self_loops``). Building is differentiable
         in ``edge_weight``.
@@ -510,7 +513,9 @@ class Graph:
         graph whose components are its examples; its ``batch`` vector is not part of the Graph
         and is passed to the layers that take one). Uses ``edge_index``, ``num_nodes`` and
         ``edge_weight``, or a 1-D ``edge_attr`` as the weight; ``kwargs`` go to
-        :meth:`from_edge_index`. Heterogeneous data (``HeteroData``) is refused: build one Graph
+        :meth:`from_edge_index`, which coalesces repeated edges (so a layer's numbers on this
+        Graph differ from PyG's on ``data.edge_index`` where it repeats an edge; see
+        docs/pyg_compat.md). Heterogeneous data (``HeteroData``) is refused: build one Graph
         per edge type."""
         if hasattr(data, "edge_types") and hasattr(data, "node_types"):
             raise ValueError(

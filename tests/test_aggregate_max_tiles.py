@@ -17,6 +17,7 @@ from graphs import random_edges
 
 from galfast import Graph
 from galfast._native import _C
+from galfast.ops import aggregate
 from galfast.ops.aggregate import launch_aggregate
 
 
@@ -136,3 +137,11 @@ def test_a_nan_on_the_first_edge_sticks():
     out, arg = run_kernel(g.rowptr, g.col, None, None, None, None, x, None, _C.AggMode.MAX)
     assert torch.isnan(out[3, 3]) and arg[3, 3].item() == 0
     assert out[3, 0].item() == 9.0 and arg[3, 0].item() == 2
+
+
+def test_a_tied_maximum_gets_the_whole_gradient_on_its_first_edge():
+    # docs/pyg_compat.md: torch's scatter_reduce (PyG) splits it among the tied edges instead.
+    graph = Graph.from_edge_index(torch.tensor([[1, 2, 3], [0, 0, 0]]), 4)
+    x = torch.tensor([[0.0, 0.0], [1.0, 2.0], [1.0, 2.0], [0.5, 2.0]], requires_grad=True)
+    aggregate(graph, x, reduce="max").sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0], [0.0, 0.0]]

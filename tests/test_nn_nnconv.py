@@ -169,6 +169,19 @@ def test_edge_features_the_edge_network_cannot_take_are_named_as_edge_attr():
         deep(x, edge_index, torch.randn(2, 4))
 
 
+def test_two_node_sets_are_refused_naming_the_reason():
+    # PyG's NNConv takes (in_src, in_dst) and (x_src, x_dst); docs/pyg_compat.md lists it.
+    with pytest.raises(ValueError, match="this layer takes one node set"):
+        NNConv((5, 4), 4, torch.nn.Linear(3, 20))
+    conv = NNConv(5, 4, torch.nn.Linear(3, 20))
+    with pytest.raises(ValueError, match="NNConv takes one node set"):
+        conv(
+            (torch.randn(3, 5), torch.randn(2, 5)),
+            torch.tensor([[0, 1], [1, 0]]),
+            torch.randn(2, 3),
+        )
+
+
 def test_pyg_forward_signature():
     """PyG's forward(x, edge_index, edge_attr=None, size=None): names and positions."""
     ours, theirs = _pair("sequential", "mean", True, True)

@@ -112,6 +112,11 @@ class NNConv(Unscriptable):
         edge_attr: Optional[Tensor] = None,
         size: Optional[tuple[int, int]] = None,
     ) -> Tensor:
+        if isinstance(x, (tuple, list)):
+            raise ValueError(
+                "NNConv takes one node set: x must be one [N, in_channels] tensor, not a "
+                "bipartite (x_src, x_dst) pair (docs/pyg_compat.md)"
+            )
         reference = self.lin.weight if self.root_weight else x
         check_features(x, self.in_channels, reference)
         _, num_nodes = node_counts(x, x, size, bipartite_input=False)
