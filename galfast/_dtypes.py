@@ -31,6 +31,23 @@ def accumulation_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
+def check_readable_tensor(name: str, t: torch.Tensor, *, sparse: bool = False) -> None:
+    """Refuses (ValueError naming ``name``) a tensor whose values the checks and models after
+    it cannot read, which torch would report from deep inside: a nested tensor, one on the meta
+    device (no values), a sparse one (unless ``sparse``: the caller densifies it) and a
+    floating-point dtype other than float16, bfloat16, float32 and float64 (float8)."""
+    if t.is_nested:
+        raise ValueError(f"{name} must be a regular tensor, got a nested tensor")
+    if t.device.type == "meta":
+        raise ValueError(f"{name} is on the meta device, which holds no values")
+    if not sparse and t.layout != torch.strided:
+        raise ValueError(f"{name} must be a dense tensor, got layout {t.layout} (.to_dense())")
+    if t.is_floating_point() and t.dtype not in CUDA_DTYPES:
+        raise ValueError(
+            f"{name} must be float16, bfloat16, float32 or float64, got {t.dtype} (.float())"
+        )
+
+
 def check_float_dtype(name: str, tensor: torch.Tensor) -> None:
     """Raises a ValueError naming `name` when its dtype is not supported on its device."""
     allowed = CUDA_DTYPES if tensor.is_cuda else CPU_DTYPES

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -349,6 +350,38 @@ def test_empty_report_prints_and_serialises():
 def test_describe_worst_case_needs_a_result():
     with pytest.raises(TypeError, match="cell must be an AttackResult"):
         AuditReport([]).describe_worst_case("a")
+
+
+def _nested(z):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # torch's prototype note, once a process
+        return torch.nested.nested_tensor([z[:3], z[:2]])
+
+
+_UNREADABLE = {
+    "float8": (lambda z: z.to(torch.float8_e4m3fn), "must be float16, bfloat16, float32"),
+    "meta": (lambda z: z.to("meta"), "is on the meta device, which holds no values"),
+    "sparse": (lambda z: z.to_sparse(), r"must be a dense tensor, got layout torch.sparse_coo"),
+    "nested": (_nested, "must be a regular tensor, got a nested tensor"),
+}
+
+
+@pytest.mark.parametrize("kind", list(_UNREADABLE))
+def test_embeddings_torch_cannot_read_here_are_named(kind):
+    # Were torch's own errors from deep inside ("sum_cpu" not implemented for Float8_e4m3fn,
+    # Tensor.item() on meta tensors, aten::aminmax on SparseCPU, NestedTensorImpl sizes).
+    make, message = _UNREADABLE[kind]
+    with pytest.raises(ValueError, match=f"embeddings {message}"):
+        _run(embeddings=make(_leaky()[0]))
+
+
+@pytest.mark.parametrize("kind", ["float8", "meta", "nested"])
+def test_cli_embeddings_torch_cannot_read_here_are_one_line(kind, capsys, tmp_path):
+    args = _files(tmp_path, N)
+    make, message = _UNREADABLE[kind]
+    torch.save(make(torch.randn(N, 4)), tmp_path / "z.pt")
+    assert main(["audit", *args, "--strength", "fast"]) == 2
+    assert message.replace("\\", "") in one_error_line(capsys, "audit")
 
 
 # ---------------------------------------------------------------- the command line

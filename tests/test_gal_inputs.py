@@ -32,6 +32,27 @@ def test_complex_class_ids_are_refused(kind):
         SensitiveAttribute("g", kind, torch.tensor([0j, 1 + 0j]))
 
 
+@pytest.mark.parametrize(
+    "field, tensor, message",
+    [
+        ("values", torch.zeros(3, dtype=torch.long).to("meta"), "values is on the meta device"),
+        ("values", torch.tensor([0, 1, 1]).to_sparse(), "values must be a dense tensor"),
+        ("mask", torch.ones(3, dtype=torch.bool).to_sparse(), "mask must be a dense tensor"),
+        ("index", torch.arange(3).to("meta"), "index is on the meta device"),
+    ],
+)
+def test_tensors_torch_cannot_read_here_are_named(field, tensor, message):
+    # Were torch's errors from inside the checks (Tensor.item() on meta tensors, sparse ops).
+    fields = {"values": torch.tensor([0, 1, 1]), field: tensor}
+    with pytest.raises(ValueError, match=f"g: {message}"):
+        SensitiveAttribute("g", "binary", **fields)
+
+
+def test_float8_continuous_values_are_named():
+    with pytest.raises(ValueError, match="g: values must be float16, bfloat16, float32"):
+        SensitiveAttribute("g", "continuous", torch.rand(3).to(torch.float8_e5m2))
+
+
 def test_complex_multilabel_values_are_refused():
     # were accepted; known() then cast them to float with a warning, dropping the imaginary part
     with pytest.raises(ValueError, match="multilabel values must be real"):

@@ -14,7 +14,7 @@ from torch import Tensor
 from tqdm.auto import tqdm
 
 from galfast._args import check_flag
-from galfast._dtypes import all_finite, holds_integers
+from galfast._dtypes import all_finite, check_readable_tensor, holds_integers
 from galfast.audit.attackers import FAMILIES, AttackerConfig, fit_and_predict, training_epochs
 from galfast.audit.bounds import TradeoffBound, check_lipschitz, integer_labels, tradeoff_bound
 from galfast.audit.cells import cell_result, mean_metrics
@@ -268,7 +268,10 @@ def audit(
         >>> print(report)  # doctest: +SKIP
         >>> report.result("gender", "node").metrics["macro_f1"].mean  # doctest: +SKIP
     """
-    if not isinstance(embeddings, Tensor) or embeddings.dim() != 2:
+    if not isinstance(embeddings, Tensor):
+        raise ValueError("embeddings must be a [num_nodes, D] tensor")
+    check_readable_tensor("embeddings", embeddings)
+    if embeddings.dim() != 2:
         raise ValueError("embeddings must be a [num_nodes, D] tensor")
     if not embeddings.is_floating_point():
         raise ValueError(f"embeddings must be floating point, got {embeddings.dtype}")

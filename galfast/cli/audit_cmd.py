@@ -7,7 +7,7 @@ import warnings
 
 import torch
 
-from galfast._dtypes import all_finite, holds_integers
+from galfast._dtypes import all_finite, check_readable_tensor, holds_integers
 from galfast.audit import STRENGTHS, audit, audit_split
 from galfast.audit.attackers import FAMILIES
 from galfast.audit.checks import check_standardisable
@@ -107,6 +107,10 @@ def _load_tensor(path: str, what: str) -> torch.Tensor:
         ) from None
     if not isinstance(value, torch.Tensor):
         raise UsageError(f"{what}: {path!r} holds a {type(value).__name__}, not a tensor")
+    try:
+        check_readable_tensor(f"{what} {path!r}", value, sparse=True)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     return value
 
 

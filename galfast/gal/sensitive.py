@@ -9,7 +9,7 @@ from typing import Any, Optional, Union
 import torch
 from torch import Tensor
 
-from galfast._dtypes import all_finite, as_int, holds_integers
+from galfast._dtypes import all_finite, as_int, check_readable_tensor, holds_integers
 from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import _count
 
@@ -89,6 +89,9 @@ class SensitiveAttribute:
             raise ValueError(
                 f"{self.name}: values must be a torch.Tensor, got {type(self.values).__name__}"
             )
+        for what, tensor in (("values", self.values), ("mask", self.mask), ("index", self.index)):
+            if isinstance(tensor, Tensor):
+                check_readable_tensor(f"{self.name}: {what}", tensor)
         if self.values.dim() == 0:
             raise ValueError(f"{self.name}: values must have one row per node, got a scalar")
         if self.mask is not None and self.index is not None:
