@@ -130,13 +130,15 @@ def _source(name: str, root: Optional[Path]) -> tuple[str, Path]:
 def planetoid_files(name: str, root: Optional[Union[str, Path]] = None) -> tuple[Path, ...]:
     """The files ``planetoid(name, root)`` reads: the bundled copy, or every raw file's path in
     the folder it reads them from (a feature file it lacks too: one put there is read next
-    time). What a command writes must be none of these. Raises as :func:`planetoid` does for
-    an unknown ``name`` or a ``root`` without the files."""
+    time), and the set's ``x``, which it does not read (its rows are ``allx``'s first) but
+    which other tools (PyG's Planetoid) do. What a command writes must be none of these.
+    Raises as :func:`planetoid` does for an unknown ``name`` or a ``root`` without the files."""
     name = _checked_name(name)
     source, where = _source(name, check_root(root))
     if source == "bundled":
         return (where,)
-    return tuple(where / resource.filename for resource in planetoid_resources(name).values())
+    read = [where / resource.filename for resource in planetoid_resources(name).values()]
+    return (*read, where / f"ind.{name}.x")
 
 
 def _from_cache(
