@@ -12,7 +12,10 @@ expected rank when ties are broken at random. galfast defaults to ``realistic``:
 reward or punish a model that gives many entities the same score (a saturated or collapsed
 model ranks first under ``optimistic``). CompGCN's code ranks by a double argsort, which
 breaks ties by sort position: neither stable nor documented; with continuous scores ties are
-rare and the three conventions agree.
+rare and the three conventions agree. MRR, MR and Hits@k are all taken on the chosen rank: an
+answer tied with one other candidate at the top has the realistic rank 1.5, so it counts in
+Hits@3 but not in Hits@1 (PyKEEN's rule; breaking the tie at random would count it in Hits@1
+half the time).
 """
 
 from __future__ import annotations
