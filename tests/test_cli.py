@@ -48,6 +48,11 @@ def test_every_command_has_help(capsys):
         (["run", "--attackers", "mlp,svm"], "expected distinct comma-separated names"),
         (["sweep", "--out", "x", "--lam", "0,0"], "expected distinct comma-separated numbers"),
         (["sweep", "--out", "x", "--distance", "tv,l2"], "expected distinct"),
+        # an empty item was dropped: the value meant after a trailing comma went missing
+        (["sweep", "--out", "x", "--lam", "0,"], "got '0,', which has an empty one"),
+        (["sweep", "--out", "x", "--distance", "tv,,wasserstein"], "which has an empty one"),
+        (["run", "--attacks", "node,"], "got 'node,', which has an empty one"),
+        (["run", "--attackers", ",mlp"], "got ',mlp', which has an empty one"),
         (["sweep"], "--out"),
         (["run", "--option", "no-equals"], "expected KEY=VALUE"),
         ([], "COMMAND"),

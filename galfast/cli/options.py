@@ -102,10 +102,21 @@ def nonnegative_float(text: str) -> float:
     return abs(value)  # -0 is 0: one run, one run file
 
 
+def _comma_items(text: str) -> list[str]:
+    """The stripped items of a comma-separated list; an empty one (``"0,"``, ``"tv,,wass"``)
+    is refused rather than dropped: the value meant after it is missing."""
+    items = [part.strip() for part in text.split(",")]
+    if any(not item for item in items):
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated values, got {text!r}, which has an empty one"
+        )
+    return items
+
+
 def float_list(text: str) -> list[float]:
     """``"0,0.5,1"`` -> ``[0.0, 0.5, 1.0]`` (each finite and >= 0, no two equal: ``-0`` is
     ``0``, ``0.1`` is ``0.10``)."""
-    values = [nonnegative_float(part.strip()) for part in text.split(",") if part.strip()]
+    values = [nonnegative_float(part) for part in _comma_items(text)]
     if not values or len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(f"expected distinct comma-separated numbers, got {text!r}")
     return values
@@ -115,7 +126,7 @@ def comma_list(choices: tuple[str, ...]):
     """An argument type: comma-separated distinct names among ``choices``."""
 
     def parse(text: str) -> list[str]:
-        values = [part.strip() for part in text.split(",") if part.strip()]
+        values = _comma_items(text)
         bad = [v for v in values if v not in choices]
         if not values or bad or len(set(values)) != len(values):
             raise argparse.ArgumentTypeError(
@@ -138,7 +149,7 @@ def pairing(text: str) -> str:
 
 
 def pairing_list(text: str) -> list[str]:
-    values = [pairing(part.strip()) for part in text.split(",") if part.strip()]
+    values = [pairing(part) for part in _comma_items(text)]
     if not values or len(set(values)) != len(values):
         raise argparse.ArgumentTypeError(
             f"expected distinct comma-separated pairings, got {text!r}"
