@@ -236,3 +236,10 @@ def test_seeded_generators_check_their_seed(make, seed):
     # 2**64: "Overflow when unpacking long long"; -1 was taken
     with pytest.raises(ValueError, match=r"seed must (be an int,|be >= 0,|lie in \[0, 2\*\*64\),)"):
         make(seed)
+
+
+def test_binary_values_may_be_bool():
+    # Were refused as "not a 1-D integer tensor", while the audit command reads bool labels.
+    attribute = SensitiveAttribute("g", "binary", torch.tensor([True, False, True]))
+    known = attribute.known(3)
+    assert known.targets.tolist() == [1, 0, 1] and known.nodes.tolist() == [0, 1, 2]

@@ -92,6 +92,9 @@ class SensitiveAttribute:
         for what, tensor in (("values", self.values), ("mask", self.mask), ("index", self.index)):
             if isinstance(tensor, Tensor):
                 check_readable_tensor(f"{self.name}: {what}", tensor)
+        if self.kind == "binary" and self.values.dtype == torch.bool:
+            # (a mask of who holds the attribute, as the audit command reads bool labels)
+            object.__setattr__(self, "values", self.values.long())
         if self.values.dim() == 0:
             raise ValueError(f"{self.name}: values must have one row per node, got a scalar")
         if self.mask is not None and self.index is not None:
