@@ -169,17 +169,56 @@ def test_edge_features_the_edge_network_cannot_take_are_named_as_edge_attr():
         deep(x, edge_index, torch.randn(2, 4))
 
 
-def test_two_node_sets_are_refused_naming_the_reason():
-    # PyG's NNConv takes (in_src, in_dst) and (x_src, x_dst); docs/pyg_compat.md lists it.
-    with pytest.raises(ValueError, match="this layer takes one node set"):
-        NNConv((5, 4), 4, torch.nn.Linear(3, 20))
-    conv = NNConv(5, 4, torch.nn.Linear(3, 20))
-    with pytest.raises(ValueError, match="NNConv takes one node set"):
-        conv(
-            (torch.randn(3, 5), torch.randn(2, 5)),
-            torch.tensor([[0, 1], [1, 0]]),
-            torch.randn(2, 3),
-        )
+def _square_sum_grads(output, tensors):
+    return torch.autograd.grad(output.square().sum(), tensors, allow_unused=True)
+
+
+@pytest.mark.parametrize("kind", ["linear", "sequential", "callable"])
+@pytest.mark.parametrize("aggr", ["add", "mean", "max"])
+@pytest.mark.parametrize("sources, destinations", [(7, 4), (3, 9)])
+@pytest.mark.parametrize("with_dst", [True, False])
+def test_two_node_sets_match_pyg(kind, aggr, sources, destinations, with_dst):
+    """PyG's bipartite form: NNConv((in_src, in_dst), ...) on (x_src, x_dst), x_dst None
+    dropping the root term; more destinations than sources too (the fused kernel runs on one
+    padded node set)."""
+    gen = torch.Generator().manual_seed(sources)
+    edge_index = torch.stack(
+        [
+            torch.randint(0, sources, (20,), generator=gen),
+            torch.randint(0, destinations, (20,), generator=gen),
+        ]
+    )
+    edge_attr = torch.randn(20, 5, generator=gen, dtype=torch.float64)
+    torch.manual_seed(0)
+    theirs = pyg_nn.NNConv((4, 6), 3, _edge_nn(kind, 5, 4, 3), aggr=aggr).double()
+    ours = NNConv((4, 6), 3, _edge_nn(kind, 5, 4, 3), aggr=aggr).double()
+    ours.load_state_dict(theirs.state_dict())
+    x_src = torch.randn(sources, 4, generator=gen, dtype=torch.float64, requires_grad=True)
+    x_dst = torch.randn(destinations, 6, generator=gen, dtype=torch.float64, requires_grad=True)
+    x = (x_src, x_dst if with_dst else None)
+    size = (sources, destinations)
+    want, got = theirs(x, edge_index, edge_attr, size), ours(x, edge_index, edge_attr, size)
+    torch.testing.assert_close(got, want)
+    inputs = [x_src, x_dst, edge_attr.requires_grad_()]
+    for a, b in zip(
+        _square_sum_grads(got, [*inputs, *ours.parameters()]),
+        _square_sum_grads(want, [*inputs, *theirs.parameters()]),
+    ):
+        assert (a is None) == (b is None)
+        if a is not None:
+            torch.testing.assert_close(a, b)
+    assert repr(ours) == repr(theirs)
+
+
+def test_two_node_sets_check_each_side():
+    conv = NNConv((4, 6), 3, torch.nn.Linear(5, 12))
+    edge_index, edge_attr = torch.tensor([[0, 1], [1, 0]]), torch.randn(2, 5)
+    with pytest.raises(ValueError, match="x_src"):
+        conv((torch.randn(2, 6), torch.randn(2, 6)), edge_index, edge_attr)
+    with pytest.raises(ValueError, match="x_dst"):
+        conv((torch.randn(2, 4), torch.randn(2, 4)), edge_index, edge_attr)
+    with pytest.raises(ValueError, match="source channels \\* out_channels = 12"):
+        NNConv((4, 6), 3, torch.nn.Linear(5, 18))((torch.randn(2, 4), None), edge_index, edge_attr)
 
 
 def test_pyg_forward_signature():

@@ -13,7 +13,14 @@ from torch.utils.checkpoint import checkpoint
 from galfast._args import check_choice, check_flag
 from galfast.graph import Graph
 from galfast.nn._graph_input import layer_graph
-from galfast.nn._layer_checks import check_callable, check_channels, check_features, node_counts
+from galfast.nn._layer_checks import (
+    channel_pair,
+    check_callable,
+    check_channels,
+    check_features,
+    node_counts,
+    split_features,
+)
 from galfast.nn._pyg_compat import Unscriptable, reset_module
 from galfast.ops import nnconv_aggregate
 
@@ -37,6 +44,23 @@ def split_last_linear(
     return None
 
 
+def one_node_set(graph: Graph, x_src: Tensor) -> tuple[Graph, Tensor]:
+    """A bipartite ``graph`` and its source features as one node set of ``max(num_src,
+    num_dst)`` nodes, which the fused kernel takes: destinations past ``num_dst`` have no
+    edge, and source rows past ``num_src`` are zeros no edge reads. One node set as it is."""
+    if not graph.is_bipartite:
+        return graph, x_src
+    nodes = max(graph.num_nodes, graph.num_src_nodes)
+
+    def build() -> Graph:
+        no_edges = graph.rowptr[-1:].expand(nodes - graph.num_nodes)
+        return Graph(torch.cat([graph.rowptr, no_edges]), graph.col, nodes)
+
+    square = graph.cached(("nn", "nnconv one node set"), build)
+    padding = x_src.new_zeros(nodes - x_src.size(0), x_src.size(1))
+    return square, torch.cat([x_src, padding]) if padding.size(0) else x_src
+
+
 class NNConv(Unscriptable):
     r"""The edge-conditioned convolution of Gilmer et al., "Neural Message Passing for Quantum
     Chemistry" (ICML 2017), equal to PyG's ``NNConv`` for the same weights (its state dict
@@ -54,7 +78,9 @@ class NNConv(Unscriptable):
     stays bounded.
 
     Args:
-        in_channels: input features per node.
+        in_channels: input features per node, or a ``(source, destination)`` pair for two node
+            sets (PyG's bipartite form: ``nn`` gives ``source * out_channels`` values per edge
+            and :math:`\Theta` reads the destinations' features).
         out_channels: output features per node.
         nn: maps ``edge_attr`` ``[E, D]`` to ``[E, in_channels * out_channels]`` (a module or,
             as in PyG, any callable).
@@ -79,7 +105,7 @@ class NNConv(Unscriptable):
 
     def __init__(
         self,
-        in_channels: int,
+        in_channels: Union[int, tuple[int, int]],
         out_channels: int,
         nn: Callable,
         aggr: str = "add",
@@ -87,40 +113,42 @@ class NNConv(Unscriptable):
         bias: bool = True,
     ) -> None:
         super().__init__()
-        in_channels, out_channels = check_channels(in_channels, out_channels)
+        in_channels, out_channels = check_channels(in_channels, out_channels, pair=True)
         aggr, nn = check_choice("aggr", aggr, _AGGRS), check_callable("nn", nn)
         root_weight, bias = check_flag("root_weight", root_weight), check_flag("bias", bias)
         self.in_channels, self.out_channels = in_channels, out_channels
+        # PyG's name for the source side, which the edge network's matrices multiply.
+        self.in_channels_l, dst_channels = channel_pair(in_channels)
         self.nn, self.aggr, self.root_weight = nn, aggr, root_weight
         if root_weight:
-            self.lin = torch.nn.Linear(in_channels, out_channels, bias=False)
+            self.lin = torch.nn.Linear(dst_channels, out_channels, bias=False)
         self.bias = Parameter(torch.empty(out_channels)) if bias else None
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
         reset_module(self.nn)
         if self.root_weight:  # PyG's 'uniform' initialiser of its Linear
-            bound = 1.0 / math.sqrt(self.in_channels) if self.in_channels else 0.0
+            dst_channels = self.lin.in_features
+            bound = 1.0 / math.sqrt(dst_channels) if dst_channels else 0.0
             torch.nn.init.uniform_(self.lin.weight, -bound, bound)
         if self.bias is not None:
             torch.nn.init.zeros_(self.bias)
 
     def forward(
         self,
-        x: Tensor,
+        x: Union[Tensor, tuple[Tensor, Optional[Tensor]]],
         edge_index: Union[Tensor, Graph, Any],
         edge_attr: Optional[Tensor] = None,
         size: Optional[tuple[int, int]] = None,
     ) -> Tensor:
-        if isinstance(x, (tuple, list)):
-            raise ValueError(
-                "NNConv takes one node set: x must be one [N, in_channels] tensor, not a "
-                "bipartite (x_src, x_dst) pair (docs/pyg_compat.md)"
-            )
-        reference = self.lin.weight if self.root_weight else x
-        check_features(x, self.in_channels, reference)
-        _, num_nodes = node_counts(x, x, size, bipartite_input=False)
-        graph, _, order, _ = layer_graph(edge_index, num_nodes)
+        two_sets = isinstance(x, (tuple, list))
+        x_src, x_dst = split_features(x, bipartite=True)
+        reference = self.lin.weight if self.root_weight else x_src
+        check_features(x_src, self.in_channels_l, reference, "x_src" if two_sets else "x")
+        if self.root_weight and x_dst is not None and x_dst is not x_src:
+            check_features(x_dst, self.lin.in_features, reference, "x_dst")
+        num_src, num_dst = node_counts(x_src, x_dst, size, two_sets)
+        graph, _, order, _ = layer_graph(edge_index, num_dst, num_src if two_sets else None)
         if edge_attr is None:  # PyG's edge network would fail on None deep inside
             raise ValueError("NNConv needs edge_attr: the edge features its nn maps per edge")
         if not isinstance(edge_attr, Tensor) or edge_attr.size(0) != graph.num_edges:
@@ -131,10 +159,10 @@ class NNConv(Unscriptable):
         if order is not None:
             edge_attr = edge_attr[order]
         split = split_last_linear(self.nn)
-        if split is not None and self.aggr != "max" and self.in_channels > 0:
+        if split is not None and self.aggr != "max" and self.in_channels_l > 0:
             prefix, last = split
             # The kernel would read a wider last layer as more output channels (PyG fails).
-            if last.out_features != self.in_channels * self.out_channels:
+            if last.out_features != self.in_channels_l * self.out_channels:
                 raise self._edge_network_error(f"{last.out_features} values per edge")
             hidden = edge_attr
             for module in prefix:
@@ -152,30 +180,33 @@ class NNConv(Unscriptable):
                     )
                 )
             reduce = "mean" if self.aggr == "mean" else "sum"
-            out = nnconv_aggregate(graph, x, hidden, last.weight, last.bias, reduce=reduce)
+            square, x_square = one_node_set(graph, x_src)
+            out = nnconv_aggregate(square, x_square, hidden, last.weight, last.bias, reduce=reduce)
+            out = out[: graph.num_nodes]
         else:
-            out = self._materialised(graph, x, edge_attr)
-        if self.root_weight:
-            out = out + self.lin(x)
+            out = self._materialised(graph, x_src, edge_attr)
+        if self.root_weight and x_dst is not None:
+            out = out + self.lin(x_dst)
         return out if self.bias is None else out + self.bias
 
     def _edge_network_error(self, output: str) -> ValueError:
         return ValueError(
             f"nn gives {output}, but NNConv({self.in_channels}, {self.out_channels}) needs "
-            f"in_channels * out_channels = {self.in_channels * self.out_channels} per edge"
+            f"{'in_channels' if isinstance(self.in_channels, int) else 'source channels'} * "
+            f"out_channels = {self.in_channels_l * self.out_channels} per edge"
         )
 
     def _messages(self, edge_attr: Tensor, x_src: Tensor) -> Tensor:
         theta = self.nn(edge_attr)
         edges = x_src.size(0)
-        if theta.numel() != edges * self.in_channels * self.out_channels:
+        if theta.numel() != edges * self.in_channels_l * self.out_channels:
             raise self._edge_network_error(f"shape {list(theta.shape)} for {edges} edges")
-        theta = theta.view(-1, self.in_channels, self.out_channels)
+        theta = theta.view(-1, self.in_channels_l, self.out_channels)
         return torch.bmm(x_src.unsqueeze(1), theta).squeeze(1)
 
     def _materialised(self, graph: Graph, x: Tensor, edge_attr: Tensor) -> Tensor:
         """PyG's computation with the per-edge matrices built a chunk of edges at a time."""
-        per_edge = max(1, self.in_channels * self.out_channels * x.element_size())
+        per_edge = max(1, self.in_channels_l * self.out_channels * x.element_size())
         step = max(1, _FALLBACK_CHUNK_BYTES // per_edge)
         x_src = x[graph.col]
         chunks = [
