@@ -25,7 +25,7 @@ def _pairs(num_nodes: int) -> Graph:
     return Graph.from_edge_index(torch.stack([even, even + 1]), num_nodes, symmetrize=True)
 
 
-def gal_run(kind: str, batch_norm: type = BatchNorm):
+def gal_run(kind: str, batch_norm: type = BatchNorm, max_norm=None):
     """(trainer, fit arguments) of a float64 sampled run with the paper's EmbeddingEncoder.
 
     ``separate`` / ``joint`` (``adv_update``): on :func:`_pairs`, the task trains on 9 even
@@ -36,7 +36,8 @@ def gal_run(kind: str, batch_norm: type = BatchNorm):
     the synchronised statistics (close to, not equal to, one process)."""
     data = planted_graph(num_nodes=40, seed=5)
     torch.manual_seed(0)
-    encoder = EmbeddingEncoder(40, 8, [SAGEConv(8, 8), GCNConv(8, 4)]).double()
+    convs = [SAGEConv(8, 8), GCNConv(8, 4)]
+    encoder = EmbeddingEncoder(40, 8, convs, max_norm=max_norm).double()
     if batch_norm is not BatchNorm:
         encoder.norm = batch_norm(8).double()
     trainer = GALTrainer(
@@ -91,6 +92,11 @@ def run(rank: int, world_size: int, workdir: str) -> None:
             trainer.fit(*args, epochs=1, progress=False)
         except ValueError as err:
             record["refusal"] = str(err)
+        trainer, args = gal_run("overlap", max_norm=0.5)
+        try:
+            trainer.fit(*args, epochs=1, progress=False)
+        except ValueError as err:
+            record["max_norm refusal"] = str(err)
         torch.save(record, os.path.join(workdir, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()

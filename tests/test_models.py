@@ -112,6 +112,28 @@ def test_embedding_encoder_max_norm_matches_nn_embedding(with_convs):
         EmbeddingEncoder(5, 4, max_norm=0.0)
 
 
+@pytest.mark.parametrize(
+    "with_convs, ids",
+    [(True, torch.arange(5)), (False, torch.arange(5)), (False, torch.tensor([3, 1, 3]))],
+)
+def test_embedding_encoder_max_norm_in_eval_mode_leaves_the_table(with_convs, ids):
+    # An embed() of a sampled trainer rescaled rows its next steps would not have looked up,
+    # so an evaluation between epochs changed the run.
+    torch.manual_seed(0)
+    graph = Graph.from_edge_index(torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), 5, symmetrize=True)
+    convs = [_MeanConv(4, 3)] if with_convs else []
+    enc = EmbeddingEncoder(5, 4, convs, batch_norm=False, max_norm=1.0)
+    with torch.no_grad():
+        enc.embedding.weight.mul_(torch.tensor([[0.1], [3.0], [0.5], [7.0], [2.0]]))
+    before = enc.embedding.weight.detach().clone()
+    training = enc(ids, graph)  # in place, as nn.Embedding
+    enc.embedding.weight.data.copy_(before)
+    enc.eval()
+    evaluated = enc(ids, graph)
+    assert torch.equal(enc.embedding.weight, before)
+    torch.testing.assert_close(evaluated, training)
+
+
 def test_embedding_encoder_with_a_pyg_layer():
     pyg_nn = pytest.importorskip("torch_geometric.nn")
     from galfast.nn import EdgeIndexAdapter

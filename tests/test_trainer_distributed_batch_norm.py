@@ -66,6 +66,12 @@ def test_torch_batch_norm_in_the_encoder_is_refused(ranks):
         assert "galfast.nn.BatchNorm" in message
 
 
+def test_an_embedding_max_norm_in_the_encoder_is_refused(ranks):
+    # Each process rescaled the rows its own share looked up: the tables drifted apart (2.2).
+    for r in ranks:
+        assert "has max_norm=0.5: in multi-process sampled training" in r["max_norm refusal"]
+
+
 def test_one_process_trains_with_torch_batch_norm():
     trainer, args = gal_run("overlap", nn.BatchNorm1d)
     trainer.fit(*args, epochs=1, progress=False)

@@ -215,3 +215,36 @@ def test_a_batch_of_one_isolated_node_trains_through_the_encoders_batch_norm():
     assert math.isfinite(history.to_list()[-1]["task_loss"])
     assert torch.equal(running, seen[-1])  # the lone row's step kept the running mean
     assert not torch.equal(seen[0], torch.zeros(4))  # the batch before it updated it
+
+
+def test_an_embed_between_fits_leaves_a_max_norm_run_as_it_was(planted):
+    # embed() rescaled every row of a max_norm table in place; the sampled steps after it
+    # then read rows they would not have rescaled themselves (a parameter 0.0025 off).
+    def trainer():
+        torch.manual_seed(0)
+        n = planted.graph.num_nodes
+        encoder = EmbeddingEncoder(n, 6, [SAGEConv(6, 4)], batch_norm=False, max_norm=0.5)
+        return GALTrainer(
+            encoder.double(),
+            NodeHead(nn.Linear(4, 2)).double(),
+            AttackerMLP(4, 2).double(),
+            task_loss=classification_loss,
+            lam=1.0,
+            adv_batch_size=25,
+            seed=7,
+            sampler=NeighborSampling([2]),
+        )
+
+    attr = SensitiveAttribute("a", "binary", planted.a)
+
+    def fit(t, epochs):
+        batches = NodeBatches(planted.train, planted.y[planted.train], batch_size=20)
+        t.fit(planted.graph, batches, attr, epochs=epochs, progress=False)
+
+    straight, evaluated = trainer(), trainer()
+    fit(straight, 2)
+    fit(evaluated, 1)
+    evaluated.embed()
+    fit(evaluated, 2)
+    for key, value in _state(straight).items():
+        assert torch.equal(_state(evaluated)[key], value), key

@@ -36,7 +36,8 @@ class EmbeddingEncoder(nn.Module):
         activation: between layers (not after the last); default ReLU.
         max_norm: if given, rows looked up in a forward are first rescaled in place to L2 norm
             at most ``max_norm``, as ``nn.Embedding(max_norm=...)`` does (the original GAL
-            MovieLens code uses 1). Done by one vectorised ``renorm`` over the whole table
+            MovieLens code uses 1); in eval mode the rows read are rescaled out of place and
+            the table is left as it is. Done by one vectorised ``renorm`` over the whole table
             when message passing reads every node (no ``unique``, so no GPU sync), where
             ``nn.Embedding`` loops over the rows on the CPU. The ids are checked first
             (TypeError unless int64/int32; on the CPU, ValueError for an id outside
@@ -128,7 +129,10 @@ class EmbeddingEncoder(nn.Module):
         in_order = every_node and self._every_row_in_order(ids)
         if not in_order:
             self._check_ids(ids)
-        if self.max_norm is not None:
+        # In eval mode (embed(), an evaluation between epochs) the rows are rescaled out of
+        # place: an embed() of a sampled trainer rewrote rows the next steps would not have.
+        renorm_in_place = self.max_norm is not None and self.training
+        if renorm_in_place:
             self._renorm_looked_up(ids, every_node)
         if in_order:
             # The table itself: no gather, and its gradient arrives without a scatter.
@@ -139,6 +143,8 @@ class EmbeddingEncoder(nn.Module):
             h = self.embedding.weight.index_select(0, ids)
         else:
             h = self.embedding(ids)
+        if self.max_norm is not None and not renorm_in_place:
+            h = h.renorm(2, 0, self.max_norm)  # ATen's rule, as _renorm_looked_up
         return self.norm(h)
 
     def _check_ids(self, ids: Tensor) -> None:

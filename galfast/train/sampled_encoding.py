@@ -86,9 +86,20 @@ class SampledEncoder:
 
     def check_encoder(self, encoder: nn.Module) -> None:
         """Refuses, with several processes, torch BatchNorm layers in ``encoder``: each
-        process would normalise its share alone and their running statistics drift apart."""
+        process would normalise its share alone and their running statistics drift apart; and
+        embeddings with a ``max_norm``: each process rescales, in place, the rows its own share
+        looks up, so the processes' tables drift apart (no gradient average undoes it)."""
         if not self.process_group.enabled:
             return
+        for name, module in encoder.named_modules():
+            if getattr(module, "max_norm", None) is not None:
+                raise ValueError(
+                    f"the encoder's {name or 'root module'} ({type(module).__name__}) has "
+                    f"max_norm={module.max_norm}: in multi-process sampled training each process "
+                    "would rescale the rows its own share looks up, in place, and the processes' "
+                    "embedding tables would drift apart; train it without max_norm, or in one "
+                    "process"
+                )
         ours = {id(m.module) for m in encoder.modules() if isinstance(m, BatchNorm)}
         for name, module in encoder.named_modules():
             plain = isinstance(module, _TorchBatchNorm) and not isinstance(module, nn.SyncBatchNorm)
