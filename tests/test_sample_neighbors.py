@@ -234,6 +234,8 @@ def bad_calls():
         ({"edge_weight": -weight}, "finite and >= 0"),
         ({"edge_weight": weight * float("nan")}, "finite and >= 0"),
         ({"edge_weight": weight * float("inf")}, "finite and >= 0"),
+        # keys -ln(u) / w overflowed: every edge of a row tied, always the first ones taken
+        ({"edge_weight": weight.double() * 1e-320}, "positive weights below 1e-300"),
     ], ok
 
 

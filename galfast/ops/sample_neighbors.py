@@ -144,6 +144,9 @@ def _check_seeds(graph: Graph, seeds) -> None:
         raise ValueError("seeds holds a node twice; the destinations of a block must be distinct")
 
 
+_SMALLEST_WEIGHT = 1e-300
+
+
 def _check_weight(graph: Graph, edge_weight) -> None:
     if not isinstance(edge_weight, Tensor):
         raise ValueError(f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}")
@@ -160,6 +163,14 @@ def _check_weight(graph: Graph, edge_weight) -> None:
         raise ValueError(f"edge_weight must be float32 or float64, got {edge_weight.dtype}")
     if edge_weight.numel() and not bool(((edge_weight >= 0) & torch.isfinite(edge_weight)).all()):
         raise ValueError("edge_weight must be finite and >= 0 (weights are sampling odds)")
+    # A draw's key is -ln(u) / w in float64 (at most 36.8 / w): below this it can overflow to
+    # infinity, and edges whose keys all overflow tie, always taken in slot order.
+    if edge_weight.numel() and bool(((edge_weight > 0) & (edge_weight < _SMALLEST_WEIGHT)).any()):
+        raise ValueError(
+            f"edge_weight holds positive weights below {_SMALLEST_WEIGHT:g}, too small for the "
+            "sampler's keys (they would overflow and tie): scale the weights up (sampling "
+            "odds are relative within a row), or set those to 0"
+        )
     if _max_degree(graph) > MAX_WEIGHTED_DEGREE:
         raise ValueError(
             f"weighted sampling supports in-degrees up to {MAX_WEIGHTED_DEGREE}; this graph has a "
