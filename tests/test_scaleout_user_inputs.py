@@ -139,8 +139,8 @@ def test_processes_with_the_same_data_train(outcomes, scenario):
         ("features", "different x"),
         ("attribute", "different sensitive attribute 'a'"),
         ("seed", "different settings"),
-        ("targets", "different task batches"),
-        ("fewer batches", "different task batches"),
+        ("targets", "different task batch settings"),
+        ("fewer batches", "different task batch settings"),
     ],
 )
 def test_processes_with_other_data_are_refused_in_every_process(outcomes, scenario, named):

@@ -747,10 +747,8 @@ class GALTrainer(SampledSteps):
             "optimizer states": [_optimizer_tensors(o) for o in optimizers],
             "graph": [graph.num_nodes, graph.rowptr, graph.col, graph.edge_weight],
             "x": [inputs],
-            "task batches": _batches_values(task_batches),
-            "task batches (their first batch, or every batch of a list)": (
-                self._first_batch_values(task_batches)
-            ),
+            "task batch settings (type, length, attributes)": _batches_values(task_batches),
+            "first task batch (or every batch of a list)": self._first_batch_values(task_batches),
         }
         for adversary in adversaries:
             attribute, known = adversary.attribute, adversary.known
