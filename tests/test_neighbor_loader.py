@@ -72,6 +72,9 @@ def test_drop_last():
         ({"nodes": torch.tensor([500])}, "not a node id"),
         ({"batch_size": 0}, "batch_size must lie in"),
         ({"seed": -1}, "seed must lie in"),
+        # was accepted, and failed only when an epoch first drew a batch
+        ({"edge_weight": torch.ones(7)}, "edge_weight must have shape"),
+        ({"edge_weight": "weights"}, "edge_weight must be a torch.Tensor"),
     ],
 )
 def test_bad_input(kwargs, message):

@@ -12,7 +12,7 @@ from galfast._args import check_flag, check_int
 from galfast._versions import check_unedited, tensor_versions
 from galfast.graph import Graph
 from galfast.ops.block import Block
-from galfast.ops.sample_neighbors import check_fanouts, sample_neighbors
+from galfast.ops.sample_neighbors import check_fanouts, check_sampling_weights, sample_neighbors
 
 __all__ = ["NeighborLoader", "SampledBatch"]
 
@@ -116,6 +116,8 @@ class NeighborLoader:
         self.seed = check_int("seed", seed, 0, 2**64)
         self.shuffle = check_flag("shuffle", shuffle)
         self.drop_last = check_flag("drop_last", drop_last)
+        if edge_weight is not None:
+            check_sampling_weights(graph, edge_weight)  # not only when an epoch first draws
         self.edge_weight = edge_weight
         self._next_epoch = 0
 

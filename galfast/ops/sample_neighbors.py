@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional
 
 import numpy as np
 import torch
@@ -147,7 +147,9 @@ def _check_seeds(graph: Graph, seeds) -> None:
 _SMALLEST_WEIGHT = 1e-300
 
 
-def _check_weight(graph: Graph, edge_weight) -> None:
+def check_sampling_weights(graph: Graph, edge_weight: Any) -> None:
+    """ValueError unless ``edge_weight`` is ``[num_edges]`` float32/float64 sampling odds of
+    ``graph`` (finite, >= 0, none positive below the keys' range), on its device."""
     if not isinstance(edge_weight, Tensor):
         raise ValueError(f"edge_weight must be a torch.Tensor, got {type(edge_weight).__name__}")
     if edge_weight.shape != (graph.num_edges,):
@@ -208,7 +210,7 @@ def _check_inputs(graph, seeds, fanouts, seed, batch, edge_weight) -> tuple[list
     seed = check_int("seed", seed, 0, 2**64)
     batch = check_int("batch", batch, 0, 2**32)
     if edge_weight is not None:
-        _check_weight(graph, edge_weight)
+        check_sampling_weights(graph, edge_weight)
     elif _max_degree(graph) > MAX_DEGREE:
         raise ValueError(f"sampling supports in-degrees up to {MAX_DEGREE}")
     return fanouts, seed, batch
