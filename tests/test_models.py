@@ -88,14 +88,20 @@ def test_embedding_encoder_stacks_layers_after_batch_norm():
     assert EmbeddingEncoder(5, 4)(torch.arange(3), graph).shape == (3, 4)
 
 
-@pytest.mark.parametrize("with_convs", [True, False])
-def test_embedding_encoder_max_norm_matches_nn_embedding(with_convs):
+def _max_norm_encoder(with_convs: bool):
+    """(graph, convs, encoder): max_norm 1 over rows of norms from 0.1 to 7 times their own."""
     torch.manual_seed(0)
     graph = Graph.from_edge_index(torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), 5, symmetrize=True)
     convs = [_MeanConv(4, 3)] if with_convs else []
     enc = EmbeddingEncoder(5, 4, convs, batch_norm=False, max_norm=1.0)
     with torch.no_grad():
         enc.embedding.weight.mul_(torch.tensor([[0.1], [3.0], [0.5], [7.0], [2.0]]))
+    return graph, convs, enc
+
+
+@pytest.mark.parametrize("with_convs", [True, False])
+def test_embedding_encoder_max_norm_matches_nn_embedding(with_convs):
+    graph, convs, enc = _max_norm_encoder(with_convs)
     reference = nn.Embedding(5, 4, max_norm=1.0)
     reference.weight.data.copy_(enc.embedding.weight)
     ids = torch.arange(5) if with_convs else torch.tensor([3, 1, 3])
@@ -119,12 +125,7 @@ def test_embedding_encoder_max_norm_matches_nn_embedding(with_convs):
 def test_embedding_encoder_max_norm_in_eval_mode_leaves_the_table(with_convs, ids):
     # An embed() of a sampled trainer rescaled rows its next steps would not have looked up,
     # so an evaluation between epochs changed the run.
-    torch.manual_seed(0)
-    graph = Graph.from_edge_index(torch.tensor([[0, 1, 2, 3], [1, 2, 3, 0]]), 5, symmetrize=True)
-    convs = [_MeanConv(4, 3)] if with_convs else []
-    enc = EmbeddingEncoder(5, 4, convs, batch_norm=False, max_norm=1.0)
-    with torch.no_grad():
-        enc.embedding.weight.mul_(torch.tensor([[0.1], [3.0], [0.5], [7.0], [2.0]]))
+    graph, convs, enc = _max_norm_encoder(with_convs)
     before = enc.embedding.weight.detach().clone()
     training = enc(ids, graph)  # in place, as nn.Embedding
     enc.embedding.weight.data.copy_(before)
