@@ -74,3 +74,19 @@ def test_errors_name_the_device_mismatch():
     g = Graph.from_edge_index(torch.tensor([[0], [1]]), 2)
     with pytest.raises(ValueError, match="graph is on cpu"):
         aggregate(g, torch.ones(2, 3, device="cuda"))
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_tensors_on_another_device_than_the_current_one():
+    # Launches went to the current device (cuda:0) whatever device the tensors were on.
+    edge_index = random_edges(50, 300, seed=4)
+    graph = Graph.from_edge_index(edge_index, 50)
+    x = torch.randn(50, 16, dtype=torch.float64, requires_grad=True)
+    expected = aggregate(graph, x, norm="gcn")
+    expected.square().sum().backward()
+    on_one = x.detach().to("cuda:1").requires_grad_()
+    assert torch.cuda.current_device() == 0
+    out = aggregate(graph.to("cuda:1"), on_one, norm="gcn")
+    out.square().sum().backward()
+    torch.testing.assert_close(out.cpu(), expected)
+    torch.testing.assert_close(on_one.grad.cpu(), x.grad)

@@ -320,3 +320,35 @@ def test_cuda_gradcheck():
     assert torch.autograd.gradcheck(
         lambda h, s, d: gat_aggregate(graph, h, s, d, dropout=0.25, seed=2), inputs
     )
+
+
+@pytest.mark.cuda
+def test_cuda_backward_sums_the_logit_as_the_forward():
+    # The CUDA backward summed (a_src + a_edge) + a_dst against the forward's (a_src + a_dst)
+    # + a_edge: with cancellation (1e8 - 1e8) its recomputed attention was e^3 times the
+    # forward's. The CPU sums both in the forward's order.
+    graph = galfast.Graph.from_edge_index(torch.tensor([[0, 1], [1, 1]]), 2)
+    results = []
+    for device in ("cpu", "cuda"):
+        g = graph.to(device)
+        h = torch.tensor([[[1.0]], [[2.0]]], device=device, requires_grad=True)
+        a_src = torch.tensor([[1e8], [0.0]], device=device, requires_grad=True)
+        a_dst = torch.tensor([[0.0], [3.0]], device=device, requires_grad=True)
+        a_edge = torch.tensor([[-1e8], [0.0]], device=device)  # CSR order: (0->1), (1->1)
+        out = gat_aggregate(g, h, a_src, a_dst, a_edge)
+        (out * torch.arange(1.0, 3.0, device=device).view(2, 1, 1)).sum().backward()
+        results.append([out, h.grad, a_src.grad, a_dst.grad])
+    for on_cpu, on_gpu in zip(*results):
+        torch.testing.assert_close(on_gpu.cpu(), on_cpu)
+
+
+@pytest.mark.cuda
+def test_dropout_without_a_seed_is_not_captured_in_a_cuda_graph():
+    # The host-drawn seed was baked into the capture: every replay dropped the same weights.
+    graph = _graph("hub").to("cuda")
+    h, a_src, a_dst = _inputs(graph, 2, 8, torch.float32, device="cuda")
+    gat_aggregate(graph, h, a_src, a_dst, dropout=0.5)  # builds the graph's caches first
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream), pytest.raises(RuntimeError, match="CUDA graph"):
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=stream):
+            gat_aggregate(graph, h, a_src, a_dst, dropout=0.5)

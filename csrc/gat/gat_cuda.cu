@@ -157,7 +157,7 @@ __global__ void gat_backward_col_kernel(GatBackwardParams p, AttentionDropout dr
       const int64_t i = p.csc_row[s], ik = i * H + k, e = p.csc_edge_id[s];
       const Acc a_e = a_edge ? to_acc(a_edge[e * H + k]) : Acc(0);
       const EdgeAttention<Acc> att =
-          recompute_attention(a_src + a_e, to_acc(a_dst[ik]), lse[ik], slope);
+          recompute_attention(a_src, to_acc(a_dst[ik]), a_e, lse[ik], slope);
       const Acc keep = drop.keep<Acc>(e, k);
       const Acc weight = keep * att.prob;
       const T* go = grad_out + ik * F;

@@ -64,7 +64,8 @@ struct OnlineSoftmax {
 };
 
 // One edge's attention recomputed from its row's saved log-sum-exp, and the LeakyReLU slope at
-// its pre-activation (what the logit gradient needs).
+// its pre-activation (what the logit gradient needs). The logit is summed as the forward sums
+// it, (a_src + a_dst) + a_edge: in another order cancellation can give another logit.
 template <typename Acc>
 struct EdgeAttention {
   Acc prob;
@@ -72,8 +73,9 @@ struct EdgeAttention {
 };
 
 template <typename Acc>
-GALFAST_HD EdgeAttention<Acc> recompute_attention(Acc a_src, Acc a_dst, Acc lse, Acc slope) {
-  const Acc pre = a_src + a_dst;
+GALFAST_HD EdgeAttention<Acc> recompute_attention(Acc a_src, Acc a_dst, Acc a_edge, Acc lse,
+                                                  Acc slope) {
+  const Acc pre = (a_src + a_dst) + a_edge;
   return {gat_exp(leaky_relu(pre, slope) - lse), leaky_relu_grad(pre, slope)};
 }
 

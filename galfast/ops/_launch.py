@@ -42,7 +42,13 @@ def run_kernel(kernel: str, params, device: torch.device) -> None:
         sync_cpu_threads()
         _entry(kernel, "cpu")(params)
     elif device.type == "cuda":
-        _entry(kernel, "cuda")(params, _current_raw_stream(device))
+        if device.index is not None and device.index != torch.cuda.current_device():
+            # A launch goes to the current device: tensors on cuda:1 while cuda:0 is current
+            # would be read from cuda:0's stream (an illegal address, or a race with peer access).
+            with torch.cuda.device(device.index):
+                _entry(kernel, "cuda")(params, _current_raw_stream(device))
+        else:
+            _entry(kernel, "cuda")(params, _current_raw_stream(device))
     else:
         raise ValueError(f"galfast's kernels run on CPU and CUDA tensors, not on {device.type}")
 

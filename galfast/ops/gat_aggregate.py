@@ -324,6 +324,15 @@ def gat_aggregate(
             "gradient has no differentiable form; pass dropout=0 (the layer in eval mode) or "
             "use torch.autograd"
         )
+    if seed is None and dropout > 0 and h.is_cuda and torch.cuda.is_current_stream_capturing():
+        # The seed is drawn here, on the host: a CUDA graph would replay one mask for ever. (A
+        # RuntimeError: GALTrainer(cuda_graphs=True) then runs that step eagerly, warning once.)
+        raise RuntimeError(
+            "galfast.ops.gat_aggregate with dropout > 0 and no seed cannot be captured in a "
+            "CUDA graph: its mask's seed is drawn on the host when captured, so every replay "
+            "would drop the same attention weights; use GALTrainer(cuda_graphs=False) or "
+            "dropout=0"
+        )
     if seed is None:
         seed = int(torch.randint(0, 2**62, ())) if dropout > 0 else 0
     csc = graph.csc
