@@ -38,8 +38,9 @@ def test_edge_features_match_pyg(name, fill_value):
     edge_index, inputs = _inputs(name, 3)
     # The hub's added loop reduces ~1100 edge features: float32 rounding of that sum differs
     # between the two (PyG projects every edge, galfast folds the projection first), so the
-    # hub is compared in float64, where both agree to 1e-10.
-    dtype, tol = (torch.float64, 1e-9) if name == "hub" else (torch.float32, 1e-5)
+    # hub is compared in float64, where both agree to rounding (1e-9 while the loops' mean
+    # weights were float32 whatever the layer's dtype).
+    dtype, tol = (torch.float64, 1e-12) if name == "hub" else (torch.float32, 1e-5)
     inputs = {k: v.to(dtype) for k, v in inputs.items()}
     if isinstance(fill_value, torch.Tensor):
         fill_value = fill_value.to(dtype)
@@ -49,6 +50,21 @@ def test_edge_features_match_pyg(name, fill_value):
 
     call = lambda conv, t: conv(t["x"], edge_index, t["attr"])  # noqa: E731
     compare_layers(make(pyg_nn), make(gnn), inputs, call, atol=tol, rtol=tol * 10)
+
+
+@pytest.mark.parametrize("fill_value", ["mean", "add"])
+def test_float64_loop_terms_are_exact(fill_value):
+    # A node with 3 in-edges: its loop's mean weight 1/3 was rounded to float32 (1.4e-9 off).
+    edge_index = torch.tensor([[1, 2, 3, 0], [0, 0, 0, 1]])
+    gen = torch.Generator().manual_seed(2)
+    x = torch.randn(4, 5, generator=gen, dtype=torch.float64)
+    attr = torch.rand(4, 1, generator=gen, dtype=torch.float64)
+
+    def make(lib):
+        return lib.GATConv(5, 3, edge_dim=1, fill_value=fill_value).double()
+
+    call = lambda conv, t: conv(t["x"], edge_index, t["attr"])  # noqa: E731
+    compare_layers(make(pyg_nn), make(gnn), {"x": x, "attr": attr}, call, atol=1e-13, rtol=1e-12)
 
 
 @pytest.mark.parametrize("flow", ["source_to_target", "target_to_source"])

@@ -25,7 +25,7 @@ class _EdgeTermLayout(NamedTuple):
     gather: Tensor  # [E'] row of cat([input edges' terms, loops' terms]) per looped CSR edge
     non_loop: Tensor  # [K] input positions of the input's non-loop edges whose target has a loop
     target: Tensor  # [K] their targets (edge_index[1], whatever the flow)
-    inverse_count: Tensor  # [loops, 1] 1 / max(number of those edges per node, 1)
+    count: Tensor  # [loops, 1] int64 max(number of those edges per node, 1)
 
 
 def _edge_term_layout(
@@ -44,8 +44,8 @@ def _edge_term_layout(
     target = target.index_select(0, kept)
     count = torch.zeros(loops, dtype=torch.long, device=original.device)
     count.scatter_add_(0, target, torch.ones_like(target))
-    inverse_count = count.clamp(min=1).reciprocal().unsqueeze(1)
-    return _EdgeTermLayout(gather, input_pos.index_select(0, kept), target, inverse_count)
+    count = count.clamp(min=1).unsqueeze(1)  # (divided in the terms' dtype: float64 stays exact)
+    return _EdgeTermLayout(gather, input_pos.index_select(0, kept), target, count)
 
 
 def _loop_terms(
@@ -57,7 +57,7 @@ def _loop_terms(
     product, its scatter starting from ones). The projection is linear, so
     constants, sums and means are taken of the per-edge terms (``per_edge``, input order, H
     columns) rather than of the D-wide features."""
-    loops, heads = layout.inverse_count.size(0), project.size(1)
+    loops, heads = layout.count.size(0), project.size(1)
     if isinstance(fill_value, Tensor):
         if fill_value.numel() not in (1, project.size(0)):
             # A lazy layer (edge_dim=-1) learns the feature width only here.
@@ -75,7 +75,7 @@ def _loop_terms(
             0, layout.target, per_edge.index_select(0, layout.non_loop)
         )
         if fill_value == "mean":
-            return summed * layout.inverse_count.to(summed.dtype)
+            return summed / layout.count.to(summed.dtype)
         return summed
     values = edge_feats.index_select(0, layout.non_loop)
     index = layout.target.unsqueeze(1).expand_as(values)
@@ -114,9 +114,10 @@ def edge_logits(
         # Each edge term of the looped graph is a fixed weighted sum of input terms (its own
         # edge's, or the mean / sum of a node's in-edges' for its loop): one fused aggregation
         # over a cached [E', E] mixing graph, forward and backward.
+        mean = _SUMMED[fill_value] == "mean"
         mixer = graph.cached(
-            ("nn", "gat_edge_mixer", conv.flow, _SUMMED[fill_value]),
-            lambda: _mixing_graph(layout, per_edge.size(0), _SUMMED[fill_value] == "mean"),
+            ("nn", "gat_edge_mixer", conv.flow, _SUMMED[fill_value], per_edge.dtype),
+            lambda: _mixing_graph(layout, per_edge.size(0), mean, per_edge.dtype),
         )
         return aggregate(mixer, per_edge)
     loop_terms = _loop_terms(edge_feats, project, per_edge, layout, fill_value)
@@ -126,21 +127,23 @@ def edge_logits(
 _SUMMED = {"add": "sum", "sum": "sum", "mean": "mean"}
 
 
-def _mixing_graph(layout: _EdgeTermLayout, num_inputs: int, mean: bool) -> Graph:
+def _mixing_graph(
+    layout: _EdgeTermLayout, num_inputs: int, mean: bool, dtype: torch.dtype
+) -> Graph:
     """The bipartite Graph (rows: the looped graph's edges in CSR order; sources: the input
     edges) whose weighted sum gives each edge term: weight 1 from its own input edge for an
     ordinary edge, 1 (``"add"``) or 1 / count (``"mean"``) from each of node i's non-loop
-    in-edges for node i's loop."""
+    in-edges for node i's loop; the weights in the terms' ``dtype``."""
     gather = layout.gather
     plain = (gather < num_inputs).nonzero().view(-1)
     loop_rows = (gather >= num_inputs).nonzero().view(-1)
-    loop_of_node = torch.full_like(layout.inverse_count.view(-1), -1, dtype=torch.long)
+    loop_of_node = torch.full_like(layout.count.view(-1), -1)
     loop_of_node[gather[loop_rows] - num_inputs] = loop_rows
     rows = torch.cat([plain, loop_of_node[layout.target]])
     cols = torch.cat([gather[plain], layout.non_loop])
-    weight = torch.ones(rows.numel(), device=rows.device)
+    weight = torch.ones(rows.numel(), dtype=dtype, device=rows.device)
     if mean:
-        weight[plain.numel() :] = layout.inverse_count.view(-1)[layout.target]
+        weight[plain.numel() :] = layout.count.view(-1)[layout.target].to(dtype).reciprocal()
     mixer, order = csr_from_coo(rows, cols, gather.numel(), num_inputs)
     return Graph(mixer.rowptr, mixer.col, mixer.num_nodes, weight[order], num_src_nodes=num_inputs)
 
