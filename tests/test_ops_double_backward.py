@@ -264,9 +264,12 @@ def test_compgcn_aggregate_gradient_penalty_matches_torch(composition):
 
 @pytest.mark.parametrize("reduce", ["sum", "mean"])
 @pytest.mark.parametrize("with_bias", [False, True])
-def test_nnconv_aggregate_gradgradcheck(reduce, with_bias):
-    graph = _graph()
-    x = torch.randn(NUM_NODES, 2, dtype=torch.float64, generator=_gen(8), requires_grad=True)
+@pytest.mark.parametrize("edges", [True, False], ids=["graph", "no-edges"])
+def test_nnconv_aggregate_gradgradcheck(reduce, with_bias, edges):
+    # Without edges the double backward's view(0, F_in, -1) could not infer its last size.
+    graph = _graph() if edges else Graph.from_edge_index(torch.zeros(2, 0, dtype=torch.long), 5)
+    x = torch.randn(graph.num_nodes, 2, dtype=torch.float64, generator=_gen(8))
+    x.requires_grad_()
     h = torch.randn(graph.num_edges, 3, dtype=torch.float64, generator=_gen(9), requires_grad=True)
     weight = torch.randn(4, 3, dtype=torch.float64, generator=_gen(10), requires_grad=True)
     bias = torch.randn(4, dtype=torch.float64, generator=_gen(11), requires_grad=True)

@@ -336,8 +336,9 @@ def _composition(
     """The op's output in differentiable torch ops, with each edge's [F_in, F_out] matrix
     built (a double backward only): out_v = sum_e w_e x_u reshape(W h_e + b)."""
     num_rows, in_features = rowptr.numel() - 1, x.size(1)
+    out_features = weight.size(0) // in_features  # (-1 cannot be inferred without edges)
     row = torch.repeat_interleave(torch.arange(num_rows, device=rowptr.device), rowptr.diff())
-    theta = torch.nn.functional.linear(h, weight, bias).view(col.numel(), in_features, -1)
+    theta = torch.nn.functional.linear(h, weight, bias).view(col.numel(), in_features, out_features)
     messages = torch.bmm(x[col].unsqueeze(1), theta).squeeze(1)
     if row_scale is not None:
         messages = messages * row_scale.to(x.dtype)[row].unsqueeze(1)
