@@ -148,6 +148,28 @@ def test_gcn_per_sample_gradients_match_pyg():
         torch.testing.assert_close(got[name], want[name])
 
 
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda lib: lib.GCNConv(3, 2),
+        lambda lib: lib.GCNConv(3, 2, improved=True, add_self_loops=False),
+        lambda lib: lib.ChebConv(3, 2, K=3),
+    ],
+    ids=["gcn", "gcn-improved", "cheb"],
+)
+def test_layers_vmap_over_edge_weights_as_pyg(make):
+    # The negative-degree check branched on values (vmap refused it) and ChebConv added the
+    # weight-batched terms in place into an unbatched one.
+    edge_index = torch.tensor([[0, 1, 2, 3, 4], [1, 2, 0, 0, 3]])
+    x = _randn(5, 3, seed=2)
+    weights = torch.rand(BATCH, 5, generator=torch.Generator().manual_seed(3)).double()
+    ours, theirs = make(galfast.nn).double(), make(pyg_nn).double()
+    theirs.load_state_dict(ours.state_dict())
+    got = vmap(lambda w: ours(x, edge_index, w))(weights)
+    want = torch.stack([theirs(x, edge_index, w) for w in weights])
+    torch.testing.assert_close(got, want)
+
+
 def test_gat_aggregate_transforms_match_torch():
     graph, heads = _graph(), 2
     att = _randn(heads, 2, seed=4)

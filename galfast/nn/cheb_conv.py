@@ -17,6 +17,7 @@ from galfast.nn._node_features import aggregate
 from galfast.nn._pyg_compat import FusedLayer, make_linear
 from galfast.nn.norm import cheb_gcn_form, cheb_norm
 from galfast.ops import Block, block_aggregate
+from galfast.ops._functorch import transforms_active
 
 __all__ = ["ChebConv"]
 
@@ -127,10 +128,10 @@ class ChebConv(FusedLayer):
             # with A: the signs go onto the weights of the odd terms. Bitwise the same output
             # (negation is exact), without negating [N, F] features forward and backward.
             previous, current = x, operator(x)
-            out.add_(_signed_linear(self.lins[1], current, negated))
+            out = _added(out, _signed_linear(self.lins[1], current, negated))
             for k in range(2, len(self.lins)):
                 previous, current = current, 2.0 * operator(current) - previous
-                out.add_(_signed_linear(self.lins[k], current, negated and k % 2 == 1))
+                out = _added(out, _signed_linear(self.lins[k], current, negated and k % 2 == 1))
         if self.bias is None:
             return out
         # Under autocast out may be narrower than the bias: out + bias then widens it (as PyG).
@@ -178,6 +179,12 @@ class ChebConv(FusedLayer):
             f"{self.in_channels}, {self.out_channels}, K={len(self.lins)}, "
             f"normalization={self.normalization}"
         )
+
+
+def _added(out: Tensor, term: Tensor) -> Tensor:
+    """``out + term``, in place where it can be: not under torch.func, where a term batched
+    over edge weights (vmap) cannot be added into the unbatched first term."""
+    return out + term if transforms_active() else out.add_(term)
 
 
 def _signed_linear(lin: torch.nn.Module, h: Tensor, negated: bool) -> Tensor:

@@ -16,6 +16,7 @@ from torch import Tensor
 
 from galfast.graph import Graph
 from galfast.nn._graph_input import csr_from_coo
+from galfast.ops._functorch import transforms_active
 
 __all__ = ["carry_weights", "cheb_norm", "gcn_norm", "self_loops_removed", "self_loops_replaced"]
 
@@ -81,8 +82,11 @@ def _cacheable(graph: Graph, edge_weight: Optional[Tensor]) -> bool:
 def _check_sym_degrees(deg: Tensor, layer: str, direction: str, remedy: str) -> Tensor:
     """``deg``, after checking a symmetric normalisation is defined for it: a negative weighted
     degree (negative edge weights) has no :math:`d^{-1/2}`, so PyG's output would be NaN; say
-    so rather than let a kernel blame the NaN weights that follow."""
-    if not torch.compiler.is_compiling() and bool((deg < 0).any()):
+    so rather than let a kernel blame the NaN weights that follow. Not checked while tracing
+    or under torch.func (vmap cannot branch on values): the output is then NaN there, as PyG's."""
+    if torch.compiler.is_compiling() or transforms_active():
+        return deg
+    if bool((deg < 0).any()):
         node = int((deg < 0).nonzero()[0])
         raise ValueError(
             f"{layer} is undefined here: node {node} has a negative weighted {direction} "
