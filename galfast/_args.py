@@ -58,7 +58,11 @@ def check_real(
 ) -> float:
     """``value`` as a finite Python float: any real number (an int, NumPy's, a 0-d tensor's)
     but a bool, in ``[low, high]`` where given. A string or None would fail a comparison with
-    a TypeError, a NaN pass every range check, and a bool be read as 0 or 1."""
+    a TypeError, a NaN pass every range check, and a bool be read as 0 or 1. While
+    torch.compile traces, a number is returned as it is: a float attribute is symbolic there
+    under ``dynamic=True`` (no value to check; it was checked when set)."""
+    if torch.compiler.is_compiling() and not isinstance(value, Tensor):
+        return value
     if isinstance(value, Tensor) and value.dim() == 0:
         value = value.item()  # a bool or complex tensor's item is refused below
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):

@@ -321,3 +321,20 @@ def test_embedding_encoder_names_an_edge_index_passed_as_its_graph():
         encoder(ids, edge_index)
     graph = Graph.from_edge_index(edge_index, num_nodes=NUM_NODES)
     assert encoder(ids, graph).shape == (NUM_NODES, 8)
+
+
+@pytest.mark.filterwarnings(TORCH_FUNCTION_WARNING)
+@pytest.mark.parametrize("train", [True, False])
+def test_float_attributes_compile_fullgraph_with_dynamic_shapes(train):
+    # Under dynamic=True the float attributes (negative_slope, dropout, GradReverse's scale)
+    # are symbolic: their checks (math.isfinite) could not be traced.
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    x, edge_index = torch.randn(10, 8), torch.randint(0, 10, (2, 30))
+    conv = gnn.GATConv(8, 4, heads=2).train(train)
+    compiled = torch.compile(conv, backend="aot_eager", fullgraph=True, dynamic=True)
+    torch.testing.assert_close(compiled(x, edge_index), conv(x, edge_index))
+    reverse = torch.compile(gnn.GradReverse(0.5), backend="aot_eager", fullgraph=True, dynamic=True)
+    t = torch.randn(3, requires_grad=True)
+    reverse(t).sum().backward()
+    assert t.grad.tolist() == [-0.5, -0.5, -0.5]
