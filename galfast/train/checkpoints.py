@@ -21,6 +21,8 @@ __all__ = [
     "check_module_state",
     "check_optimizer_state",
     "damaged_entry",
+    "load_module_state",
+    "module_state",
     "read_checkpoint",
     "write_checkpoint",
 ]
@@ -157,6 +159,39 @@ def check_checkpoint(state: Any, source: str) -> None:
         raise ValueError(f"{source}: the checkpoint's history must be a list of dicts")
 
 
+# torch.compile's wrapper (OptimizedModule) holds the module as _orig_mod, and its state dict's
+# keys carry this prefix.
+_COMPILED_PREFIX = "_orig_mod."
+
+
+def _plain(module: nn.Module) -> nn.Module:
+    return getattr(module, "_orig_mod", module)
+
+
+def _unprefixed(saved: Any) -> Any:
+    """A compiled module's state as its plain module's (checkpoints written before
+    :func:`module_state`); any other state as it is."""
+    if (
+        isinstance(saved, Mapping)
+        and saved
+        and all(isinstance(key, str) and key.startswith(_COMPILED_PREFIX) for key in saved)
+    ):
+        return {key[len(_COMPILED_PREFIX) :]: value for key, value in saved.items()}
+    return saved
+
+
+def module_state(module: nn.Module) -> dict[str, Any]:
+    """The state dict of ``module`` as the plain module has it, whether torch.compile wraps it
+    or not: a checkpoint loads into the compiled and the plain module alike."""
+    return _plain(module).state_dict()
+
+
+def load_module_state(module: nn.Module, saved: Mapping[str, Any]) -> None:
+    """Loads a :func:`module_state` (or a compiled module's own state dict) into ``module``,
+    compiled or not."""
+    _plain(module).load_state_dict(_unprefixed(saved))
+
+
 def check_module_state(name: str, module: nn.Module, saved: Any, source: str) -> None:
     """ValueError unless ``saved`` loads into ``module`` (the same entries, each of the same
     shape and dtype) and holds finite parameters (NaN weights would only surface as a
@@ -165,7 +200,7 @@ def check_module_state(name: str, module: nn.Module, saved: Any, source: str) ->
         raise ValueError(
             f"{source}: the checkpoint's {name} is a {type(saved).__name__}, not a state dict"
         )
-    expected = module.state_dict()
+    expected, saved = module_state(module), _unprefixed(saved)
     missing = [key for key in expected if key not in saved]
     unexpected = [key for key in saved if key not in expected]
     if missing or unexpected:
@@ -191,7 +226,7 @@ def check_module_state(name: str, module: nn.Module, saved: Any, source: str) ->
                 f"{tensor.dtype} (a run in another precision? convert the modules with "
                 ".to(dtype) before loading)"
             )
-    for key, _ in module.named_parameters():
+    for key, _ in _plain(module).named_parameters():
         value = saved[key]
         if value.is_floating_point() and not bool(torch.isfinite(value).all()):
             raise ValueError(

@@ -31,6 +31,8 @@ from galfast.train.checkpoints import (
     check_checkpoint,
     check_module_state,
     check_optimizer_state,
+    load_module_state,
+    module_state,
     read_checkpoint,
     write_checkpoint,
 )
@@ -1040,11 +1042,11 @@ class GALTrainer(SampledSteps):
             "format": CHECKPOINT_FORMAT,
             "config": self.config,
             "sampler": self._sampler_record(),
-            "encoder": self.encoder.state_dict(),
+            "encoder": module_state(self.encoder),
             "task_head": (
-                self.task_head.state_dict() if isinstance(self.task_head, nn.Module) else None
+                module_state(self.task_head) if isinstance(self.task_head, nn.Module) else None
             ),
-            "attacker": None if self.attacker is None else self.attacker.state_dict(),
+            "attacker": None if self.attacker is None else module_state(self.attacker),
             "task_optimizer": self.task_optimizer.state_dict(),
             "adversary_optimizer": (
                 None if self.adversary_optimizer is None else self.adversary_optimizer.state_dict()
@@ -1073,11 +1075,11 @@ class GALTrainer(SampledSteps):
         if (state["attacker"] is None) != (self.attacker is None):
             raise ValueError("the checkpoint and this trainer disagree on having an attacker")
         self._check_fits(state, source)
-        self.encoder.load_state_dict(state["encoder"])
+        load_module_state(self.encoder, state["encoder"])
         if isinstance(self.task_head, nn.Module):
-            self.task_head.load_state_dict(state["task_head"])
+            load_module_state(self.task_head, state["task_head"])
         if self.attacker is not None:
-            self.attacker.load_state_dict(state["attacker"])
+            load_module_state(self.attacker, state["attacker"])
         self.task_optimizer.load_state_dict(state["task_optimizer"])
         if self.adversary_optimizer is not None:
             self.adversary_optimizer.load_state_dict(state["adversary_optimizer"])
