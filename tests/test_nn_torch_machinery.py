@@ -307,6 +307,7 @@ def test_layers_run_under_cpu_bfloat16_autocast_as_pyg(name, channels, bf16_inpu
         out = ours(x_ours, edge_index)
         expected = reference(x_ref, edge_index)
     torch.testing.assert_close(out.float(), expected.float(), atol=0.05, rtol=0.05)
+    assert out.dtype == expected.dtype  # SAGE's was float32 where PyG's is bfloat16
     out.float().sum().backward()
     expected.float().sum().backward()
     assert x_ours.grad.dtype == x.dtype

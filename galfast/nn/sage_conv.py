@@ -174,8 +174,11 @@ class SAGEConv(FusedLayer):
         # lin_l is affine, so for sum and mean it commutes with the aggregation (an empty
         # neighbourhood gives lin_l(0) = bias either way): aggregate the narrower side.
         if reduce in ("sum", "mean") and self.out_channels < self.lin_l.in_features:
-            out = aggregate(graph, F.linear(source, self.lin_l.weight), weight, reduce=reduce)
-            return out if self.lin_l.bias is None else out + self.lin_l.bias
+            projected = F.linear(source, self.lin_l.weight)
+            # In the projection's dtype, as lin_l's output: bfloat16 under CPU autocast, where
+            # the CPU kernel sums in float32.
+            out = aggregate(graph, projected, weight, reduce=reduce).to(projected.dtype)
+            return out if self.lin_l.bias is None else out + self.lin_l.bias.to(out.dtype)
         if reduce == "min":
             return self.lin_l(-aggregate(graph, -source, weight, reduce="max"))
         return self.lin_l(aggregate(graph, source, weight, reduce=reduce))
