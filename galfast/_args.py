@@ -58,11 +58,8 @@ def check_real(
 ) -> float:
     """``value`` as a finite Python float: any real number (an int, NumPy's, a 0-d tensor's)
     but a bool, in ``[low, high]`` where given. A string or None would fail a comparison with
-    a TypeError, a NaN pass every range check, and a bool be read as 0 or 1. While
-    torch.compile traces, a number is returned as it is: a float attribute is symbolic there
-    under ``dynamic=True`` (no value to check; it was checked when set)."""
-    if torch.compiler.is_compiling() and not isinstance(value, Tensor):
-        return value
+    a TypeError, a NaN pass every range check, and a bool be read as 0 or 1. Traceable by
+    torch.compile with ``dynamic=True``, where a float attribute is symbolic."""
     if isinstance(value, Tensor) and value.dim() == 0:
         value = value.item()  # a bool or complex tensor's item is refused below
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
@@ -71,7 +68,7 @@ def check_real(
         number = float(value)
     except OverflowError:  # an int past float's range
         number = math.inf
-    if not math.isfinite(number):
+    if not number - number == 0:  # NaN or infinite (math.isfinite cannot be traced)
         raise ValueError(f"{name} must be a finite number, got {value!r}")
     if (low is not None and number < low) or (high is not None and number > high):
         bounds = f"lie in [{low}, {high}]" if high is not None else f"be >= {low}"

@@ -121,11 +121,19 @@ def cached_derived(cache: dict, key: Any, build: Callable[[], Any], owner: str) 
         with plain_tensors():
             value = build()
         tensors = _cached_tensors(value)
-        cache[key] = value, tensors, [t._version for t in tensors]
+        # Built while torch.compile traces: the trace's version counts are not the tensors'
+        # own; they are recorded at the first eager read instead.
+        versions = None if torch.compiler.is_compiling() else [t._version for t in tensors]
+        cache[key] = value, tensors, versions
         return value
     value, tensors, versions = entry
+    if not tensors or torch.compiler.is_compiling():
+        return value
     # (every op call reads its cached inputs here: a list of versions is the cheap comparison)
-    if tensors and not torch.compiler.is_compiling() and [t._version for t in tensors] != versions:
+    now = [t._version for t in tensors]
+    if versions is None:
+        cache[key] = value, tensors, now
+    elif now != versions:
         raise ValueError(
             f"the {owner}'s derived {_cache_name(key)} was modified in place: a tensor a "
             f"{owner} returns (in_degree, degree_scale, csc, ...) is its cache, used by every op "
@@ -247,10 +255,15 @@ def _check_edge_type(edge_type: Optional[Tensor], num_edges: int, device) -> Opt
 
 
 def check_csr(
-    rowptr: Tensor, col: Tensor, num_nodes: int, num_src_nodes: Optional[int] = None
+    rowptr: Tensor,
+    col: Tensor,
+    num_nodes: int,
+    num_src_nodes: Optional[int] = None,
+    *,
+    ids: bool = True,
 ) -> None:
     """rowptr: [num_nodes + 1] offsets from 0, non-decreasing, ending at num_edges; col: ids in
-    [0, num_src_nodes) (num_src_nodes defaults to num_nodes)."""
+    [0, num_src_nodes) (num_src_nodes defaults to num_nodes), read unless ``ids`` is False."""
     num_cols = num_nodes if num_src_nodes is None else num_src_nodes
     if rowptr.dim() != 1 or col.dim() != 1:
         raise ValueError(
@@ -271,7 +284,7 @@ def check_csr(
         )
     if num_nodes and bool((rowptr[1:] < rowptr[:-1]).any()):
         raise ValueError("rowptr must be non-decreasing")
-    if col.numel():
+    if ids and col.numel():
         low, high = int(col.min()), int(col.max())
         if low < 0 or high >= num_cols:
             raise ValueError(
@@ -382,12 +395,16 @@ class Graph:
         *,
         num_src_nodes: Optional[int] = None,
     ) -> None:
+        self._build(rowptr, col, num_nodes, edge_weight, edge_type, num_src_nodes, ids=True)
+
+    def _build(self, rowptr, col, num_nodes, edge_weight, edge_type, num_src_nodes, ids) -> None:
+        """``__init__``'s checks and fields; ``ids``: read every source id (see check_csr)."""
         num_nodes = _count("num_nodes", num_nodes)
         num_src_nodes = (
             num_nodes if num_src_nodes is None else _count("num_src_nodes", num_src_nodes)
         )
         rowptr, col = _index_tensor("rowptr", rowptr), _index_tensor("col", col)
-        check_csr(rowptr, col, num_nodes, num_src_nodes)
+        check_csr(rowptr, col, num_nodes, num_src_nodes, ids=ids)
         if num_src_nodes != num_nodes:  # rowptr's own size bounds num_nodes, nothing this one
             _check_fits_memory(num_src_nodes, col.device, f"num_src_nodes is {num_src_nodes}")
         self._num_src_nodes = num_src_nodes
@@ -396,7 +413,10 @@ class Graph:
         rowptr, col, edge_weight, edge_type = _tracked(rowptr, col, edge_weight, edge_type)
         self._rowptr, self._col, self._num_nodes = rowptr, col, num_nodes
         self._edge_weight, self._edge_type = edge_weight, edge_type
-        self._versions = self._tensor_versions()
+        # A graph built while torch.compile traces (a layer's derived graph) records its
+        # tensors' versions at its first eager check: the trace's counts are not theirs.
+        compiling = torch.compiler.is_compiling()
+        self._versions = None if compiling else self._tensor_versions()
         self._cache: dict[Any, Any] = {}
         # A meta graph may be built (to trace shapes), but no kernel runs on it.
         self._on_kernel_device = col.device.type in ("cpu", "cuda")
@@ -436,7 +456,9 @@ class Graph:
         if torch.compiler.is_compiling():
             return
         versions = self._tensor_versions()
-        if versions != self._versions:
+        if self._versions is None:
+            self._versions = versions
+        elif versions != self._versions:
             check_unedited(
                 "Graph", _FIELDS, versions, self._versions, "Graphs are immutable: build a new one"
             )
@@ -578,18 +600,20 @@ class Graph:
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        # Checked as a new graph is: a pickle may come from elsewhere or have been edited, and
-        # a num_nodes past rowptr's end would send the kernels beyond it.
+        # Checked as a new graph is, but for reading every source id (O(E): a DataLoader
+        # worker's batch of blocks carries the whole graph; the kernels check the ids they
+        # read): a pickle may come from elsewhere or have been edited, and a num_nodes past
+        # rowptr's end would send the kernels beyond it.
         if not isinstance(state, dict):
             raise ValueError(f"a Graph's pickled state is a dict, got {type(state).__name__}")
-        Graph.__init__(
-            self,
+        self._build(
             state.get("_rowptr"),
             state.get("_col"),
             state.get("_num_nodes"),
             state.get("_edge_weight"),
             state.get("_edge_type"),
-            num_src_nodes=state.get("_num_src_nodes"),
+            state.get("_num_src_nodes"),
+            ids=False,
         )
 
     def cached(self, key: Any, build: Callable[[], Any]) -> Any:

@@ -156,7 +156,7 @@ def test_from_pyg_data():
     "field, value, message",
     [
         ("_num_nodes", 10**6, "rowptr must have num_nodes"),  # was a read past rowptr's end
-        ("_col", torch.tensor([0, 1, 2, 3, 9]), "col"),
+        ("_col", torch.tensor([0, 1, 2]), "rowptr must run from 0 to num_edges = 3"),
         ("_edge_weight", torch.ones(3), "edge_weight"),
         ("_rowptr", None, "rowptr"),
     ],
@@ -231,3 +231,17 @@ def test_a_derived_tensor_edited_in_place_is_refused(edit, name, call):
     cloned = graph()
     cloned.in_degree.clone().clamp_(min=5)  # a clone is the caller's own
     assert torch.equal(call(cloned, x), expected)
+
+
+def test_an_unpickled_graph_s_ids_are_checked_where_they_are_read():
+    # Unpickling checks sizes, not every source id (O(E) per DataLoader batch of blocks): an
+    # id out of range is refused by the op that reads it.
+    graph = Graph.from_edge_index(torch.tensor([[0, 1, 2, 3, 0], [1, 2, 3, 0, 2]]), 4)
+    state = graph.__getstate__()
+    state["_col"] = torch.tensor([0, 1, 2, 3, 9])
+    other = Graph.__new__(Graph)
+    other.__setstate__(state)
+    with pytest.raises(ValueError, match=r"col\[4\] = 9 lies outside \[0, 4\)"):
+        aggregate(other, torch.randn(4, 3))
+    with pytest.raises(ValueError, match=r"col holds node ids in \[0, 9\]"):
+        sample_nhop(other, torch.arange(4), 2, seed=0)

@@ -12,6 +12,7 @@ import torch
 import galfast.models as gm
 import galfast.nn as gnn
 from galfast.graph import Graph
+from galfast.ops import aggregate
 
 pyg_nn = pytest.importorskip("torch_geometric.nn")
 
@@ -339,3 +340,27 @@ def test_float_attributes_compile_fullgraph_with_dynamic_shapes(train):
     t = torch.randn(3, requires_grad=True)
     reverse(t).sum().backward()
     assert t.grad.tolist() == [-0.5, -0.5, -0.5]
+
+
+def test_caches_built_while_tracing_are_checked_from_the_first_eager_read():
+    # The trace's version counts were recorded: the next eager backward on the same graph was
+    # refused as "derived csc was modified in place", though nothing was edited.
+    torch._dynamo.reset()
+    graph = Graph.from_edge_index(torch.randint(0, 20, (2, 60)), 20)
+    x = torch.randn(20, 4, requires_grad=True)
+    compiled = torch.compile(lambda t: aggregate(graph, t, reduce="mean"), backend="aot_eager")
+    compiled(x).sum().backward()
+    aggregate(graph, x, reduce="mean").sum().backward()
+    graph.csc.row.add_(0)  # an edit from here on is still seen
+    with pytest.raises(ValueError, match="derived .* was modified in place"):
+        aggregate(graph, x, reduce="mean").sum().backward()
+
+
+@pytest.mark.filterwarnings(TORCH_FUNCTION_WARNING)
+@pytest.mark.parametrize("scale, message", [(float("nan"), "finite"), (True, "bool")])
+def test_number_checks_hold_while_tracing(scale, message):
+    # Every number passed unchecked while compiling: a NaN scale reversed gradients into NaN.
+    torch._dynamo.reset()
+    compiled = torch.compile(lambda t: gnn.grad_reverse(t, scale), backend="aot_eager")
+    with pytest.raises(ValueError, match=message):
+        compiled(torch.randn(3, requires_grad=True))

@@ -114,3 +114,31 @@ def test_a_fit_stopped_before_its_first_batch_changed_nothing(data, tmp_path):
         _fit(trainer, data, _Interrupting(_batches(data), 0, 0), 3)  # (its own epoch count)
     trainer.save_checkpoint(tmp_path / "c.pt")
     assert trainer.epoch == 1
+
+
+def test_a_fit_failing_before_any_update_changed_nothing(data, tmp_path):
+    # The first batch's loss failed before any step: the epoch was still marked as stopped
+    # inside it ("after 0 of its steps"), its checkpoint refused and a later fit warned.
+    trainer = _trainer(data)
+    failing = GALTrainer(
+        trainer.encoder,
+        trainer.task_head,
+        trainer.attacker,
+        task_loss=lambda *args: (_ for _ in ()).throw(RuntimeError("a user's loss")),
+        lam=1.0,
+    )
+    with pytest.raises(RuntimeError, match="a user's loss"):
+        _fit(failing, data, _batches(data), 2)
+    failing.save_checkpoint(tmp_path / "c.pt")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _fit(failing, data, _batches(data), 0)
+
+
+def test_a_later_fit_that_runs_no_epoch_does_not_warn(data):
+    trainer = _trainer(data)
+    with pytest.raises(KeyboardInterrupt):
+        _fit(trainer, data, _Interrupting(_batches(data), 1, 2), 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        _fit(trainer, data, _batches(data), 1)  # the trainer is past epoch 1: nothing runs

@@ -441,6 +441,12 @@ class GALTrainer(SampledSteps):
         # (epoch, steps into it) where an exception stopped a fit inside an epoch: the modules
         # and optimizers then hold part of that epoch, which no checkpoint can resume exactly.
         self._stopped_inside: Optional[tuple[int, int]] = None
+        # Optimizer steps taken (a hook on each optimizer): a step that failed after updating
+        # the modules has not counted itself in self.step yet.
+        self._updates = 0
+        for optimizer in (self.task_optimizer, self.adversary_optimizer):
+            if optimizer is not None:
+                optimizer.register_step_pre_hook(self._count_update)
 
     def _check_process_group(self) -> None:
         """The trainer splits batches and writes checkpoints for the process group it was built
@@ -543,7 +549,7 @@ class GALTrainer(SampledSteps):
         self._graph, self._x, self._context = graph, None if x is None else inputs, context
 
         self.stop_training = False
-        if self._stopped_inside is not None:
+        if self._stopped_inside is not None and self.epoch < epochs:
             _warn_rerun(*self._stopped_inside)
         # Callbacks may differ between processes (a CheckpointEvery on rank 0 alone): one that
         # fails on one process fails the others here, not after their first step's timeout.
@@ -647,7 +653,7 @@ class GALTrainer(SampledSteps):
         # Per-epoch seeding keys the batches' shuffles and negatives and the modules' dropout
         # by (seed, epoch): an epoch replays identically after a resume.
         epoch_seed = derive_seed(self.settings.seed, "epoch", self.epoch)
-        first_step = self.step
+        first_step, first_update = self.step, self._updates
         try:
             with seeded_globals(epoch_seed, cuda_rng_devices(self.device)):
                 for batch in task_batches:
@@ -678,7 +684,7 @@ class GALTrainer(SampledSteps):
                     self.step += 1
                     bar.batch_done()
         except BaseException:
-            if batches:  # a step may have changed the modules and optimizers
+            if self.step != first_step or self._updates != first_update:  # modules changed
                 self._stopped_inside = (self.epoch, self.step - first_step)
             raise
         if batches == 0:
@@ -1089,6 +1095,9 @@ class GALTrainer(SampledSteps):
         self._make_capturable()
         if self._step_graphs is not None:
             self._step_graphs.clear()  # captured steps read the replaced optimizer state
+
+    def _count_update(self, optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        self._updates += 1
 
     def _sampler_record(self) -> Optional[dict[str, Any]]:
         return None if self.sampler is None else self.sampler.to_checkpoint()
