@@ -9,11 +9,11 @@ folders of a path, which would have its missing target created."""
 from __future__ import annotations
 
 import csv
-import errno
 import json
 import math
 import os
 import secrets
+import stat
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -117,17 +117,15 @@ def check_file_name(path: os.PathLike, option: str) -> None:
     """Refuses (UsageError naming ``option``) a ``path`` that names something other than a
     file to write: a folder, a FIFO, a device or a socket, or that the system cannot look up
     (a name too long for it). Creates nothing."""
-    path = Path(path)
     try:
-        os.stat(path)
-    except FileNotFoundError:
-        pass  # a new file (or one under folders still to be made)
-    except OSError as error:  # a name too long, a loop of symlinks, a file used as a folder
-        if error.errno != errno.ENOTDIR:  # (refused below, naming the file)
-            raise UsageError(f"{option}: {path}: {error.strerror}") from None
-    if path.is_dir():
+        mode = os.stat(path).st_mode  # through a symlink, as the write goes
+    except (FileNotFoundError, NotADirectoryError):
+        return  # a new file (a file used as a folder on its way is refused with the folders)
+    except OSError as error:  # a name too long, a loop of symlinks
+        raise UsageError(f"{option}: {path}: {error.strerror}") from None
+    if stat.S_ISDIR(mode):
         raise UsageError(f"{option}: {path} is a folder, expected a file name")
-    if path.exists() and not path.is_file():
+    if not stat.S_ISREG(mode):
         raise UsageError(
             f"{option}: {path} is not a regular file (a FIFO, a device or a socket); "
             "name a file to write"

@@ -684,7 +684,9 @@ class GALTrainer(SampledSteps):
                     self.step += 1
                     bar.batch_done()
         except BaseException:
-            if self.step != first_step or self._updates != first_update:  # modules changed
+            # Modules changed: a step counted itself, or an optimizer stepped in one that had
+            # not yet (a replayed CUDA graph calls no hook, but counts itself when done).
+            if self.step != first_step or self._updates != first_update:
                 self._stopped_inside = (self.epoch, self.step - first_step)
             raise
         if batches == 0:
